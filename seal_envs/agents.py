@@ -1,0 +1,101 @@
+"""Reference agents: an oracle that follows the reference plan and a random agent.
+
+Both act only through the public env API (``reset``/``step`` and the ``info`` dict); the oracle
+reads the current task from ``env.unwrapped.task``, as a person with the answer key would.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any, Callable, Sequence
+
+import gymnasium as gym
+
+from seal_envs.core.calls import format_calls_hermes
+from seal_envs.core.types import Task, ToolCall
+
+
+class OracleAgent:
+    """Per user turn: ask for a withheld value first, make the reference calls one per step,
+    then answer with what the user asked for.
+
+    ``mutate`` lets tests derive broken oracles: it receives the planned actions of a turn
+    (a list of ToolCall or str) and the turn, and returns the actions to take instead.
+    """
+
+    def __init__(self, mutate: Callable[[list, int, Task], list] | None = None):
+        self.mutate = mutate
+        self._queue: list[Any] = []
+        self._turn = -1
+
+    def reset(self) -> None:
+        self._queue, self._turn = [], -1
+
+    def plan_turn(self, task: Task, turn: int) -> list:
+        t = task.turns[turn]
+        actions: list[Any] = []
+        if t.withheld is not None:
+            actions.append(f"Could you tell me the {t.withheld.param.replace('_', ' ')}, please?")
+        actions.extend(t.plan)
+        if t.plan or t.required_outputs:
+            actions.append("Done. " + " ".join(t.required_outputs) if t.required_outputs else "Done.")
+        else:
+            actions.append("Sorry, I cannot do that with the tools I have right now.")
+        return actions
+
+    def act(self, env: gym.Env, info: dict) -> str:
+        task = env.unwrapped.task
+        if info["turn_index"] != self._turn:
+            self._turn = info["turn_index"]
+            planned = self.plan_turn(task, self._turn)
+            self._queue = self.mutate(planned, self._turn, task) if self.mutate else planned
+        if not self._queue:
+            return "Done."
+        nxt = self._queue.pop(0)
+        return format_calls_hermes([nxt]) if isinstance(nxt, ToolCall) else nxt
+
+
+class RandomAgent:
+    """Calls a random available tool with loosely typed random arguments, or answers."""
+
+    def __init__(self, seed: int = 0, answer_prob: float = 0.2):
+        self.rng = random.Random(seed)
+        self.answer_prob = answer_prob
+
+    def reset(self) -> None:
+        pass
+
+    def _value(self, prop: dict) -> Any:
+        if "enum" in prop:
+            return self.rng.choice(prop["enum"])
+        return {"integer": self.rng.randint(0, 100), "number": round(self.rng.uniform(0, 1000), 2),
+                "boolean": self.rng.random() < 0.5, "array": []}.get(prop.get("type"), f"x{self.rng.randint(0, 99)}")
+
+    def act(self, env: gym.Env, info: dict) -> str:
+        tools = info["tools"]
+        if not tools or self.rng.random() < self.answer_prob:
+            return "I am not sure."
+        fn = self.rng.choice(tools)["function"]
+        props = fn["parameters"].get("properties", {})
+        args = {k: self._value(v) for k, v in props.items() if k in fn["parameters"].get("required", []) or self.rng.random() < 0.3}
+        return "<tool_call>" + json.dumps({"name": fn["name"], "arguments": args}) + "</tool_call>"
+
+
+def run_episode(env: gym.Env, agent, *, seed: int | None = None, options: dict | None = None,
+                max_actions: int = 200) -> tuple[float, dict, list[str]]:
+    """Play one episode; return the final reward, the final info and the actions taken."""
+    agent.reset()
+    obs, info = env.reset(seed=seed, options=options)
+    actions: list[str] = []
+    for _ in range(max_actions):
+        action = agent.act(env, info)
+        actions.append(action)
+        obs, reward, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            return reward, info, actions
+    raise RuntimeError(f"episode did not end within {max_actions} actions")
+
+
+def actions_of(planned: Sequence[Any]) -> list[str]:
+    return [format_calls_hermes([a]) if isinstance(a, ToolCall) else a for a in planned]

@@ -1,0 +1,201 @@
+"""The learning interface: what the agent is shown, separate from what the tools do.
+
+Three channels, each a level per scope (level 0 is the canonical text):
+
+- ``affordance`` (scope: a tool name): 1 adds the official SEAL schema hints (``[required]``
+  and ``Allowed values: ...``), 2 adds types and example values per parameter, 3 adds an
+  example call to the tool description.
+- ``constraint`` (scope: a tool name): 1 appends the tool's policy rules to its description,
+  2 also lists them up front in the system prompt.
+- ``recovery`` (scope: an event kind such as ``schema_violation``): 1 explains what was
+  expected, 2 adds a concrete fix.
+
+A surface is an immutable value: applying a patch returns a new surface with a higher version
+and the patch appended to its history. Rendering reads only the canonical specs and the
+structured :class:`~seal_envs.core.types.CallEvent`, so no surface can change semantics.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from .types import CallEvent, ToolSpec
+
+MAX_LEVEL = {"affordance": 3, "constraint": 2, "recovery": 2}
+CHANNELS = tuple(MAX_LEVEL)
+
+
+class FrozenSurfaceError(RuntimeError):
+    """Raised when something tries to patch an evaluation (frozen) surface."""
+
+
+@dataclass(frozen=True)
+class SurfacePatch:
+    channel: str
+    scope: str
+    level: int
+    reason: str = ""
+
+    def __post_init__(self):
+        if self.channel not in MAX_LEVEL:
+            raise ValueError(f"channel must be one of {CHANNELS}, got {self.channel!r}")
+        if not 0 <= self.level <= MAX_LEVEL[self.channel]:
+            raise ValueError(f"{self.channel} level must be in 0..{MAX_LEVEL[self.channel]}, got {self.level}")
+
+    def to_dict(self) -> dict:
+        return vars(self).copy()
+
+
+@dataclass(frozen=True)
+class Surface:
+    levels: tuple[tuple[str, str, int], ...] = ()  # sorted (channel, scope, level), level > 0 only
+    version: int = 0
+    history: tuple[SurfacePatch, ...] = ()
+    frozen: bool = False
+
+    # -- value semantics -----------------------------------------------------------------
+    def level(self, channel: str, scope: str) -> int:
+        for c, s, lv in self.levels:
+            if c == channel and s == scope:
+                return lv
+        return 0
+
+    def as_dict(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {c: {} for c in CHANNELS}
+        for c, s, lv in self.levels:
+            out[c][s] = lv
+        return out
+
+    def apply(self, patch: SurfacePatch) -> "Surface":
+        if self.frozen:
+            raise FrozenSurfaceError("this surface is frozen (evaluation or canonical): patches are not allowed")
+        kept = [(c, s, lv) for c, s, lv in self.levels if (c, s) != (patch.channel, patch.scope)]
+        if patch.level > 0:
+            kept.append((patch.channel, patch.scope, patch.level))
+        return replace(self, levels=tuple(sorted(kept)), version=self.version + 1, history=self.history + (patch,))
+
+    def apply_all(self, patches) -> "Surface":
+        surface = self
+        for p in patches:
+            surface = surface.apply(p)
+        return surface
+
+    def freeze(self) -> "Surface":
+        return replace(self, frozen=True)
+
+    def diff(self, other: "Surface") -> list[tuple[str, str, int, int]]:
+        """(channel, scope, level here, level there) for every scope that differs."""
+        a, b = self.as_dict(), other.as_dict()
+        return sorted((c, s, a[c].get(s, 0), b[c].get(s, 0))
+                      for c in CHANNELS for s in set(a[c]) | set(b[c]) if a[c].get(s, 0) != b[c].get(s, 0))
+
+    def to_json(self) -> str:
+        return json.dumps({"version": self.version, "frozen": self.frozen,
+                           "levels": [list(x) for x in self.levels],
+                           "history": [p.to_dict() for p in self.history]}, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> "Surface":
+        d = json.loads(text)
+        return Surface(levels=tuple(tuple(x) for x in d["levels"]), version=d["version"],
+                       history=tuple(SurfacePatch(**p) for p in d["history"]), frozen=d["frozen"])
+
+    # -- rendering -----------------------------------------------------------------------
+    def render_tool(self, spec: ToolSpec, policies: Mapping[str, str]) -> dict:
+        level = self.level("affordance", spec.name)
+        params = json.loads(json.dumps(dict(spec.parameters)))
+        required = set(params.get("required", []))
+        for name, prop in params.get("properties", {}).items():
+            prop["description"] = _param_description(name, prop, name in required, level)
+        description = spec.description
+        if level >= 3:
+            description += " Example: " + json.dumps({"name": spec.name, "arguments": example_arguments(spec)})
+        if self.level("constraint", spec.name) >= 1 and spec.policies:
+            description += " Policy: " + " ".join(policies[r] for r in spec.policies)
+        return spec.to_openai(description, params)
+
+    def render_tools(self, specs: Mapping[str, ToolSpec], available, policies: Mapping[str, str]) -> list[dict]:
+        return [self.render_tool(specs[n], policies) for n in sorted(available)]
+
+    def render_system_notes(self, specs: Mapping[str, ToolSpec], available, policies: Mapping[str, str]) -> str:
+        rules: list[str] = []
+        for name in sorted(available):
+            if self.level("constraint", name) >= 2:
+                rules.extend(policies[r] for r in specs[name].policies if policies[r] not in rules)
+        return ("Policies you must follow:\n" + "\n".join(f"- {r}" for r in rules)) if rules else ""
+
+    def render_event(self, event: CallEvent, specs: Mapping[str, ToolSpec], policies: Mapping[str, str],
+                     available=()) -> str:
+        if event.ok:
+            return json.dumps(event.result, ensure_ascii=False)
+        level = self.level("recovery", event.kind)
+        text = f"Error ({event.kind}): {event.message}"
+        if level >= 1:
+            text += " " + _explain(event, specs, policies, available)
+        if level >= 2:
+            fix = _fix(event, specs)
+            if fix:
+                text += " Fix: " + fix
+        return text
+
+
+CANONICAL = Surface()
+
+
+# -- rendering helpers (pure) ------------------------------------------------------------
+def _param_description(name: str, prop: dict, required: bool, level: int) -> str:
+    text = prop.get("description", "")
+    if level >= 1:
+        if required:
+            text = "[required] " + text
+        if "enum" in prop:
+            text += " Allowed values: " + ", ".join(map(str, prop["enum"])) + "."
+    if level >= 2:
+        text += f" Type: {prop.get('type', 'any')}. e.g. {json.dumps(example_value(name, prop))}."
+    return text.strip()
+
+
+def example_value(name: str, prop: Mapping[str, Any]) -> Any:
+    if "examples" in prop:
+        return prop["examples"][0]
+    if "enum" in prop:
+        return prop["enum"][0]
+    return {"integer": 1, "number": 10.0, "boolean": True, "array": [], "object": {}}.get(prop.get("type"), f"<{name}>")
+
+
+def example_arguments(spec: ToolSpec) -> dict:
+    props = spec.parameters.get("properties", {})
+    return {n: example_value(n, props[n]) for n in spec.parameters.get("required", [])}
+
+
+def _explain(event: CallEvent, specs: Mapping[str, ToolSpec], policies: Mapping[str, str], available) -> str:
+    spec = specs.get(event.tool or "")
+    if event.kind in ("unknown_tool", "unavailable_tool"):
+        return "Available tools: " + ", ".join(sorted(available)) + "."
+    if event.kind == "format_error":
+        return 'Write a call as <tool_call>{"name": "...", "arguments": {...}}</tool_call>, or answer in plain text.'
+    if event.kind == "schema_violation" and spec is not None:
+        params = spec.parameters
+        if event.param in params.get("properties", {}):
+            return f"Parameter '{event.param}' expects {json.dumps(params['properties'][event.param])}."
+        return f"Required parameters: {params.get('required', [])}."
+    if event.kind == "policy_violation" and event.rule:
+        return "Rule: " + policies.get(event.rule, event.rule)
+    return "Check the arguments against the tool description and the state you have seen."
+
+
+def _fix(event: CallEvent, specs: Mapping[str, ToolSpec]) -> str:
+    if event.kind == "unknown_tool" and event.hint:
+        return event.hint
+    spec = specs.get(event.tool or "")
+    if spec is None:
+        return ""
+    if event.kind == "schema_violation":
+        return "call it like " + json.dumps({"name": spec.name, "arguments": example_arguments(spec)})
+    if event.kind == "policy_violation":
+        return "do what the rule requires first, or tell the user it cannot be done."
+    if event.kind == "tool_error":
+        return f"look the value of '{event.param}' up with another tool before retrying." if event.param else ""
+    return ""

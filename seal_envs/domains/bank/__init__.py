@@ -1,0 +1,6 @@
+"""Bank domain: identity checks before changes, a daily transfer limit, cards and alerts."""
+
+from .backend import BankBackend
+from .generator import BankGenerator
+
+__all__ = ["BankBackend", "BankGenerator"]

@@ -1,0 +1,312 @@
+"""``ToolUseEnv``: a multi-turn tool-use task as a Gymnasium environment.
+
+## Description
+The agent serves a scripted user over one or more user turns by calling the tools of an
+in-memory service. Every call is parsed, validated against the tool's JSON Schema and executed;
+at the end an executable verifier compares the final state of each user turn with the state the
+reference plan produces, and a diagnoser labels every assistant step.
+
+## Action Space
+``UnicodeText``: the assistant's text (or an OpenAI-style assistant message dict). Tool calls are
+``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks, a JSON object or a JSON list.
+Text without a call ends the agent's turn: an answer, or a question to the user.
+
+## Observation Space
+``UnicodeText``: the new messages since the last action, rendered (``[role] content`` lines).
+The first observation holds the system prompt, the tools and the first user message.
+
+## Rewards
+At the episode end, 1.0 if every check of the verifier passed, else 0.0
+(``reward_mode="progress"``: the fraction of user turns passed). 0.0 on every other step.
+
+## Episode End
+Terminated after the agent ends the last user turn. Truncated after ``max_steps`` actions; the
+verifier and the diagnoser still run, so the reward is never missing.
+
+## Information
+Every step: ``messages``, ``tools``, ``turn_index``, ``tool_calls``, ``tool_results``, ``events``,
+``turn_label``, ``surface_version``, ``task_id``, ``domain``, ``difficulty``. At the episode end
+also ``verification`` and ``turn_labels`` (one per action taken).
+
+## Arguments
+``domains`` (default: the training mixture), ``split`` (train, test, ood), ``evaluation`` (freeze
+the canonical surface; implied by test and ood), ``max_steps``, ``reward_mode``, ``surface``,
+``diagnoser``, ``render_mode`` ("ansi" or "human").
+
+## Version History
+- v0: initial release.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from seal_envs.core.calls import FormatError, parse_action
+from seal_envs.core.diagnosis import Diagnoser, diagnose, immediate_label
+from seal_envs.core.surface import CANONICAL, Surface, SurfacePatch
+from seal_envs.core.types import CallEvent, StepRecord, Task, canonical_json
+from seal_envs.core.verifier import EpisodeRecord, verify
+from seal_envs.domains import GENERATORS
+from seal_envs.spaces import UnicodeText, sanitize
+from seal_envs.tasks import TaskSet, default_task_set, task_from_id
+
+INFO_KEYS = ("messages", "tools", "turn_index", "tool_calls", "tool_results", "events", "turn_label",
+             "surface_version", "task_id", "domain", "difficulty")
+END_INFO_KEYS = ("verification", "turn_labels")
+
+SYSTEM_PROMPT = (
+    "You are a careful {domain} assistant. Use the tools to do what the user asks. "
+    'Call tools with <tool_call>{{"name": "...", "arguments": {{...}}}}</tool_call> blocks. '
+    "When the request is done, or you need something from the user, reply in plain text."
+)
+
+
+def render_messages(messages: Sequence[Mapping[str, Any]]) -> str:
+    lines = []
+    for m in messages:
+        role = m["role"] if m["role"] != "tool" else f"tool:{m.get('name', '')}"
+        lines.append(f"[{role}] {m.get('content') or ''}")
+    return "\n".join(lines)
+
+
+def _mentions(arguments: Any, value: Any) -> bool:
+    target = canonical_json(value)
+    if isinstance(arguments, Mapping):
+        return any(_mentions(v, value) for v in arguments.values())
+    if isinstance(arguments, list):
+        return any(_mentions(v, value) for v in arguments)
+    return canonical_json(arguments) == target or (isinstance(arguments, str) and str(value) == arguments)
+
+
+class ToolUseEnv(gym.Env):
+    metadata = {"render_modes": ["ansi", "human"]}
+    MAX_OBS = 1 << 16
+
+    def __init__(self, domains: Sequence[str] | None = None, split: str = "train", *, evaluation: bool = False,
+                 max_steps: int = 24, reward_mode: str = "binary", surface: Surface | None = None,
+                 diagnoser: Diagnoser | None = None, render_mode: str | None = None):
+        if reward_mode not in ("binary", "progress"):
+            raise ValueError(f"reward_mode must be 'binary' or 'progress', got {reward_mode!r}")
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be positive, got {max_steps}")
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.task_set: TaskSet = default_task_set(split, tuple(domains) if domains else None)
+        self.split = split
+        self.evaluation = evaluation or split != "train"
+        self.surface = CANONICAL.freeze() if self.evaluation else (surface or CANONICAL)
+        self.max_steps = max_steps
+        self.reward_mode = reward_mode
+        self.diagnoser = diagnoser
+        self.render_mode = render_mode
+        self.task_weights: np.ndarray | None = None
+        self.observation_space = UnicodeText(self.MAX_OBS)
+        self.action_space = UnicodeText(8192)
+        self.task: Task | None = None
+
+    # -- the diagnosis API ---------------------------------------------------------------
+    def apply_patch(self, patch: SurfacePatch) -> Surface:
+        """Change what the agent is shown from the next observation on (train envs only)."""
+        self.surface = self.surface.apply(patch)
+        return self.surface
+
+    def set_surface(self, surface: Surface) -> None:
+        if self.surface.frozen:
+            self.surface.apply(SurfacePatch("recovery", "_", 0))  # raises FrozenSurfaceError
+        self.surface = surface
+
+    def evolve(self, evolver, diagnoses) -> list[SurfacePatch]:
+        """Feed episode diagnoses to ``evolver``; apply and return the patches it proposes."""
+        evolver.observe(diagnoses)
+        patches = evolver.update()
+        self.surface = self.surface.apply_all(patches)
+        weights = evolver.curriculum_weights(self.task_set) if evolver.curriculum else None
+        if weights is not None:
+            self.task_weights = weights
+        return patches
+
+    def set_task_weights(self, weights: Sequence[float] | None) -> None:
+        """Sampling weights over the split's task indices (curriculum); None for uniform."""
+        if weights is None:
+            self.task_weights = None
+            return
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (len(self.task_set),) or (w < 0).any() or w.sum() <= 0:
+            raise ValueError(f"weights must be {len(self.task_set)} non-negative numbers with a positive sum")
+        self.task_weights = w / w.sum()
+
+    # -- gymnasium API -------------------------------------------------------------------
+    def _pick_task(self, options: Mapping[str, Any]) -> Task:
+        if "task" in options:
+            return options["task"]
+        if "task_id" in options:
+            return task_from_id(options["task_id"])
+        ts = self.task_set
+        if options.get("split", ts.split) != ts.split:
+            ts = TaskSet(ts.domains, options["split"], ts.held_out)
+        if "index" in options:
+            return ts[int(options["index"])]
+        candidates = ts.indices(options.get("domain"), options.get("difficulty"))
+        if not candidates:
+            raise ValueError(f"no {ts.split} task matches domain={options.get('domain')!r} "
+                             f"difficulty={options.get('difficulty')!r}")
+        p = None
+        if self.task_weights is not None and ts is self.task_set:
+            p = self.task_weights[candidates]
+            p = p / p.sum() if p.sum() > 0 else None
+        return ts[int(candidates[self.np_random.choice(len(candidates), p=p)])]
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        task = self._pick_task(options or {})
+        self.task = task
+        self.generator = GENERATORS[task.domain]
+        self.backend = self.generator.backend(task.initial_state)
+        self.specs = self.backend.tool_specs()
+        self.available = set(self.specs) - set(task.hidden_tools) | set(task.turns[0].new_tools)
+        self.turn = 0
+        self.revealed = False
+        self.steps: list[StepRecord] = []
+        self.record = EpisodeRecord()
+        self.turn_texts: list[str] = []
+        self.done = False
+        system = self._system_text()
+        self.messages: list[dict] = [{"role": "system", "content": system},
+                                     {"role": "user", "content": task.turns[0].message}]
+        self._last = 0
+        info = self._info(label=None)
+        return self._observation(), info
+
+    def _system_text(self) -> str:
+        text = SYSTEM_PROMPT.format(domain=self.task.domain)
+        notes = self.surface.render_system_notes(self.specs, self.available, self.backend.POLICIES)
+        return f"{text}\n\n{notes}" if notes else text
+
+    def step(self, action: Any):
+        if self.task is None or self.done:
+            raise RuntimeError("call reset() before step(), and again after the episode ends")
+        record = self._act(action)
+        self.steps.append(record)
+        label = immediate_label(record, self.steps[:-1])
+        terminated = self.done
+        truncated = not terminated and len(self.steps) >= self.max_steps
+        if truncated:
+            self._close_turn()
+        reward, extra = 0.0, {}
+        if terminated or truncated:
+            self.done = True
+            reward, extra = self._finish(truncated)
+        info = self._info(label) | extra
+        info["tool_calls"] = [c.to_dict() for c in record.calls]
+        info["tool_results"] = [e.result for e in record.events if e.ok]
+        info["events"] = [e.to_dict() for e in record.events]
+        return self._observation(), reward, terminated, truncated, info
+
+    # -- one action ----------------------------------------------------------------------
+    def _act(self, action: Any) -> StepRecord:
+        raw = action if isinstance(action, str) else json.dumps(action, ensure_ascii=False, default=str)
+        try:
+            parsed = parse_action(action)
+        except FormatError as e:
+            self.messages.append({"role": "assistant", "content": raw})
+            event = CallEvent("format_error", message=str(e))
+            self.messages.append({"role": "user", "content": self.surface.render_event(
+                event, self.specs, self.backend.POLICIES, self.available)})
+            return StepRecord(self.turn, raw, format_error=str(e))
+        if parsed.text:
+            self.turn_texts.append(parsed.text)
+        if parsed.calls:
+            return self._run_calls(parsed.text, parsed.calls)
+        self.messages.append({"role": "assistant", "content": parsed.text})
+        withheld = self.task.turns[self.turn].withheld
+        if withheld is not None and not self.revealed:
+            self.revealed = True
+            self.messages.append({"role": "user", "content": withheld.reply})
+            return StepRecord(self.turn, parsed.text, asked_withheld=True)
+        turn = self.turn
+        self._close_turn()
+        return StepRecord(turn, parsed.text, ends_turn=True)
+
+    def _run_calls(self, text: str, calls) -> StepRecord:
+        withheld = self.task.turns[self.turn].withheld
+        guessed = withheld is not None and not self.revealed and any(
+            _mentions(dict(c.arguments), withheld.value) for c in calls)
+        if guessed:
+            self.record.guessed_withheld.add(self.turn)
+        ids = [f"call_{len(self.steps)}_{i}" for i in range(len(calls))]
+        self.messages.append({"role": "assistant", "content": text, "tool_calls": [
+            {"id": ids[i], "type": "function",
+             "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments), ensure_ascii=False)}}
+            for i, c in enumerate(calls)]})
+        events = []
+        for call_id, call in zip(ids, calls):
+            event = self.backend.execute(call, self.available)
+            if event.kind == "policy_violation":
+                self.record.violations.append((self.turn, event.rule or ""))
+            events.append(event)
+            content = self.surface.render_event(event, self.specs, self.backend.POLICIES, self.available)
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": content})
+        return StepRecord(self.turn, text, tuple(calls), tuple(events), guessed_withheld=guessed)
+
+    def _close_turn(self) -> None:
+        """Record the state and answer of the current user turn and send the next one."""
+        self.record.turn_states.append(self.backend.comparable_state())
+        self.record.turn_answers.append("\n".join(self.turn_texts))
+        self.turn_texts = []
+        if self.turn + 1 >= len(self.task.turns):
+            self.done = True
+            return
+        self.turn += 1
+        self.revealed = False
+        nxt = self.task.turns[self.turn]
+        self.available |= set(nxt.new_tools)
+        self.messages.append({"role": "user", "content": nxt.message})
+
+    def _finish(self, truncated: bool) -> tuple[float, dict]:
+        verdict = verify(self.task, self.generator.backend, self.record)
+        diagnose_fn = self.diagnoser or (lambda t, s, v, sp: diagnose(t, s, v, sp, truncated=truncated))
+        labels = diagnose_fn(self.task, self.steps, verdict, self.specs)
+        reward = float(verdict.passed) if self.reward_mode == "binary" else float(verdict.progress)
+        self.verdict, self.labels = verdict, labels
+        return reward, {"verification": verdict.to_dict(), "turn_labels": [lb.to_dict() for lb in labels]}
+
+    # -- views ---------------------------------------------------------------------------
+    def _observation(self) -> str:
+        new = self.messages[self._last:]
+        self._last = len(self.messages)
+        new = [m for m in new if m["role"] != "assistant"]
+        head = ""
+        if new and new[0]["role"] == "system":
+            tools = "\n".join(json.dumps(t, ensure_ascii=False) for t in self.tools_view())
+            head = f"[system] {new[0]['content']}\n[tools]\n{tools}\n"
+            new = new[1:]
+        return sanitize(head + render_messages(new), self.MAX_OBS)
+
+    def tools_view(self) -> list[dict]:
+        return self.surface.render_tools(self.specs, self.available, self.backend.POLICIES)
+
+    def _info(self, label) -> dict:
+        return {
+            "messages": json.loads(json.dumps(self.messages)),
+            "tools": self.tools_view(),
+            "turn_index": self.turn,
+            "tool_calls": [],
+            "tool_results": [],
+            "events": [],
+            "turn_label": None if label is None else label.to_dict(),
+            "surface_version": self.surface.version,
+            "task_id": self.task.task_id,
+            "domain": self.task.domain,
+            "difficulty": self.task.difficulty,
+        }
+
+    def render(self):
+        text = render_messages(self.messages) if self.task is not None else ""
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text

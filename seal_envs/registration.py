@@ -1,0 +1,33 @@
+"""Every environment id, registered in one place."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+ENTRY = "seal_envs.env:ToolUseEnv"
+DOMAIN_IDS = {
+    "bank": "seal/ToolUse-Bank-v0",
+    "shop": "seal/ToolUse-Shop-v0",
+    "files": "seal/ToolUse-Files-v0",
+    "travel": "seal/ToolUse-Travel-v0",
+    "calendar": "seal/ToolUse-Calendar-v0",
+    "smarthome": "seal/ToolUse-SmartHome-v0",
+}
+
+
+def registered_ids() -> list[str]:
+    return sorted(i for i in gym.registry if i.startswith("seal/"))
+
+
+def register_all() -> None:
+    from seal_envs.domains import GENERATORS
+
+    def reg(env_id: str, **kwargs) -> None:
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point=ENTRY, kwargs=kwargs, disable_env_checker=False)
+
+    reg("seal/ToolUse-v0")
+    reg("seal/ToolUse-OOD-v0", split="ood")
+    for domain, env_id in DOMAIN_IDS.items():
+        if domain in GENERATORS:
+            reg(env_id, domains=(domain,))

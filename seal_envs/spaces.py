@@ -1,0 +1,58 @@
+"""A ``Text`` space for free-form model text that survives ``AsyncVectorEnv`` shared memory.
+
+Gymnasium's ``Text`` shared memory stores each character as its index in the charset and drops
+any index past the charset when reading back, so characters outside it (or past ``max_length``)
+vanish without an error. :class:`UnicodeText` keeps code points instead and registers its own
+shared-memory functions, so ``gym.make_vec(..., vectorization_mode="async")`` returns the exact
+observations ``"sync"`` does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium.spaces import Text
+from gymnasium.vector.utils import shared_memory as _shm
+
+# Every printable character of the Basic Multilingual Plane plus the usual whitespace.
+PRINTABLE = "".join(
+    ch for ch in map(chr, range(0x20, 0x10000)) if ch.isprintable() and not 0xD800 <= ord(ch) <= 0xDFFF
+) + "\n\t\r"
+
+
+def _holdable(ch: str) -> bool:
+    return ch in "\n\t\r" or (ch.isprintable() and ord(ch) < 0x10000)
+
+
+def sanitize(text: str, max_length: int) -> str:
+    """Map what the space cannot hold to U+FFFD and cut to ``max_length``."""
+    if not (text.isascii() and text.isprintable()):
+        text = "".join(ch if _holdable(ch) else "\ufffd" for ch in text)
+    return text if len(text) <= max_length else text[: max_length - 1] + "\u2026"
+
+
+class UnicodeText(Text):
+    def __init__(self, max_length: int = 1 << 16, *, min_length: int = 0, seed=None):
+        super().__init__(max_length=max_length, min_length=min_length, charset=PRINTABLE, seed=seed)
+
+
+@_shm.create_shared_memory.register(UnicodeText)
+def _create(space: UnicodeText, n: int = 1, ctx=None):
+    import multiprocessing as mp
+
+    return (ctx or mp).Array(np.dtype(np.int32).char, n * (space.max_length + 1))
+
+
+@_shm.read_from_shared_memory.register(UnicodeText)
+def _read(space: UnicodeText, shared_memory, n: int = 1):
+    data = np.frombuffer(shared_memory.get_obj(), dtype=np.int32).reshape((n, space.max_length + 1))
+    return tuple("".join(map(chr, row[1 : 1 + row[0]])) for row in data)
+
+
+@_shm.write_to_shared_memory.register(UnicodeText)
+def _write(space: UnicodeText, index: int, value: str, shared_memory) -> None:
+    size = space.max_length + 1
+    dest = np.frombuffer(shared_memory.get_obj(), dtype=np.int32)[index * size : (index + 1) * size]
+    codes = np.frombuffer(value.encode("utf-32-le"), dtype=np.int32) if value else np.zeros(0, np.int32)
+    dest[0] = len(codes)
+    dest[1 : 1 + len(codes)] = codes
+

@@ -1,0 +1,51 @@
+"""SEAL trainer side: diagnosis-guided GRPO on top of TRL.
+
+Importing ``seal_trl`` must stay cheap and must not pull in torch, transformers or trl: the CLI
+imports it for every command, including ones that never train. Public names are resolved lazily
+through the module-level ``__getattr__`` below, so the heavy import happens on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "OFFICIAL_TAG_WEIGHTS",
+    "EMATagWeights",
+    "budget_normalize",
+    "build_tiny_model",
+    "build_tiny_tokenizer",
+    "load_model_and_tokenizer",
+    "renormalize_mean_one",
+    "token_weights",
+    "trajectory_scale",
+    "turn_weights",
+]
+
+# public name -> submodule that defines it
+_LAZY: dict[str, str] = {
+    "build_tiny_model": "tiny",
+    "build_tiny_tokenizer": "tiny",
+    "load_model_and_tokenizer": "tiny",
+    "OFFICIAL_TAG_WEIGHTS": "weighting",
+    "EMATagWeights": "weighting",
+    "budget_normalize": "weighting",
+    "renormalize_mean_one": "weighting",
+    "token_weights": "weighting",
+    "trajectory_scale": "weighting",
+    "turn_weights": "weighting",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module_name}"), name)
+    globals()[name] = value  # cache: later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,329 @@
+"""Diagnosis-guided advantage reweighting: pure functions from turn labels to token weights.
+
+Why a separate module: the trainer turns GRPO's per-sequence advantage ``A[b]`` into per-token
+advantages ``A[b] * w[b, t]`` where ``w`` comes from the failure labels of the turn that produced
+token ``t``. Keeping the arithmetic here, free of trainer state, lets it be unit-tested with exact
+numbers and reused by other training loops.
+
+Conventions used throughout:
+
+* A *tag* is a label string (official SEAL tags such as ``spurious_tool_call`` or the project's
+  own taxonomy such as ``format_error``); unknown tags weigh ``default_weight`` (1.0).
+* Tags in ``IGNORED_TAGS`` are faults of the environment or the checker, never the agent's blame:
+  they are left out of every mean and a turn carrying only such tags weighs exactly 1.0.
+* Weights are multiplicative factors on the advantage; 1.0 everywhere is vanilla GRPO.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "IGNORED_TAGS",
+    "OFFICIAL_MAX_SCALE",
+    "OFFICIAL_MIN_SCALE",
+    "OFFICIAL_TAG_WEIGHTS",
+    "ApplyTo",
+    "EMATagWeights",
+    "budget_normalize",
+    "renormalize_mean_one",
+    "token_weights",
+    "trajectory_scale",
+    "turn_weights",
+]
+
+#: The official SEAL A-Patch tag weights (BFCL run). Tags not listed weigh 1.0.
+OFFICIAL_TAG_WEIGHTS: Mapping[str, float] = {
+    "spurious_tool_call": 2.0,
+    "correct_abstention": 1.8,
+    "empty_turn_model_response": 1.5,
+    "state_mismatch": 1.0,
+    "response_mismatch": 0.9,
+    "instance_mismatch": 0.6,
+    "pass": 1.0,
+}
+OFFICIAL_MIN_SCALE = 0.5
+OFFICIAL_MAX_SCALE = 2.0
+
+#: Environment/checker faults: excluded from means, never weighted.
+IGNORED_TAGS: frozenset[str] = frozenset({"env_error", "checker_error", "gt_error"})
+
+ApplyTo = Literal["all", "negative", "positive"]
+TurnTags = str | Sequence[str]
+
+
+def _clamp(value: float, low: float, high: float) -> float:
+    if low > high:
+        raise ValueError(f"min_scale ({low}) must not exceed max_scale ({high})")
+    return min(max(value, low), high)
+
+
+def _as_tag_list(tags: TurnTags | None) -> list[str]:
+    if tags is None:
+        return []
+    if isinstance(tags, str):
+        return [tags]
+    return list(tags)
+
+
+def _mean_weight(
+    tags: Iterable[str], tag_weights: Mapping[str, float], default_weight: float, ignored: frozenset[str]
+) -> float | None:
+    values = [float(tag_weights.get(tag, default_weight)) for tag in tags if tag not in ignored]
+    return sum(values) / len(values) if values else None
+
+
+def trajectory_scale(
+    tags: Iterable[str],
+    tag_weights: Mapping[str, float] = OFFICIAL_TAG_WEIGHTS,
+    min_scale: float = OFFICIAL_MIN_SCALE,
+    max_scale: float = OFFICIAL_MAX_SCALE,
+    *,
+    default_weight: float = 1.0,
+    ignored_tags: frozenset[str] = IGNORED_TAGS,
+) -> float:
+    """One scale for a whole trajectory: ``clamp(mean tag weight, min_scale, max_scale)``.
+
+    This is the official A-Patch rule. A trajectory with no (non-ignored) tags keeps scale 1.0
+    (clamped), because absence of a diagnosis is no evidence either way.
+    """
+    mean = _mean_weight(tags, tag_weights, default_weight, ignored_tags)
+    return _clamp(1.0 if mean is None else mean, min_scale, max_scale)
+
+
+def turn_weights(
+    turn_tags: Sequence[TurnTags | None],
+    advantage: float,
+    tag_weights: Mapping[str, float] = OFFICIAL_TAG_WEIGHTS,
+    apply_to: ApplyTo = "all",
+    min_scale: float = OFFICIAL_MIN_SCALE,
+    max_scale: float = OFFICIAL_MAX_SCALE,
+    *,
+    default_weight: float = 1.0,
+    ignored_tags: frozenset[str] = IGNORED_TAGS,
+) -> list[float]:
+    """Per-turn weights: ``clamp(mean weight of that turn's tags)``, or 1.0 where not applied.
+
+    ``apply_to`` restricts reweighting to trajectories whose advantage has the given sign
+    (``"negative"``: ``advantage < 0``; ``"positive"``: ``advantage > 0``). The point of
+    ``"negative"`` is to push harder *away* from the turn that caused a failure without also
+    amplifying the same behaviour when it happened to sit in a successful trajectory. A zero
+    advantage matches neither sign, so its weights are 1.0 (they are irrelevant anyway).
+    """
+    if apply_to not in ("all", "negative", "positive"):
+        raise ValueError(f"apply_to must be 'all', 'negative' or 'positive', got {apply_to!r}")
+    applies = apply_to == "all" or (apply_to == "negative" and advantage < 0) or (
+        apply_to == "positive" and advantage > 0
+    )
+    if not applies:
+        return [1.0] * len(turn_tags)
+    weights = []
+    for tags in turn_tags:
+        mean = _mean_weight(_as_tag_list(tags), tag_weights, default_weight, ignored_tags)
+        weights.append(1.0 if mean is None else _clamp(mean, min_scale, max_scale))
+    return weights
+
+
+def token_weights(
+    token_turn_index: torch.Tensor, per_sequence_turn_weights: Sequence[Sequence[float]]
+) -> torch.Tensor:
+    """Expand per-turn weights onto tokens: ``w[b, t] = weights[b][turn_index[b, t]]``.
+
+    ``token_turn_index`` is ``[B, T]`` (long) and holds, for every completion token, the index of
+    the assistant turn that generated it, or ``-1`` for environment text and padding; those get
+    weight 0 so a product with the loss mask is never needed to silence them.
+    """
+    import torch
+
+    if token_turn_index.dim() != 2:
+        raise ValueError(f"token_turn_index must be [B, T], got shape {tuple(token_turn_index.shape)}")
+    batch = token_turn_index.size(0)
+    if len(per_sequence_turn_weights) != batch:
+        raise ValueError(f"got {len(per_sequence_turn_weights)} weight lists for a batch of {batch}")
+    max_turns = max((len(w) for w in per_sequence_turn_weights), default=0)
+    # Column 0 is the "no turn" slot (weight 0); turn k lives in column k + 1.
+    table = torch.zeros(batch, max_turns + 1, dtype=torch.float32, device=token_turn_index.device)
+    for b, weights in enumerate(per_sequence_turn_weights):
+        if weights:
+            table[b, 1 : len(weights) + 1] = torch.as_tensor(list(weights), dtype=torch.float32)
+    index = token_turn_index.long()
+    for b, weights in enumerate(per_sequence_turn_weights):
+        row_max = int(index[b].max()) if index.size(1) else -1
+        if row_max >= len(weights):
+            raise ValueError(f"sequence {b} has a token of turn {row_max} but only {len(weights)} turn weights")
+    if bool((index < -1).any()):
+        raise ValueError("token_turn_index must be >= -1")
+    return torch.gather(table, 1, index + 1)
+
+
+def renormalize_mean_one(
+    weights: torch.Tensor, mask: torch.Tensor | None = None, *, per_sequence: bool = True
+) -> torch.Tensor:
+    """Rescale so the mean weight over model tokens is exactly 1 (per sequence by default).
+
+    Why: with per-sequence renormalisation the total push on a trajectory stays what vanilla GRPO
+    gives it; only the *credit* moves between its turns. Rows (or a batch) without model tokens, or
+    whose weights sum to 0, are returned unchanged. Positions outside ``mask`` keep their value.
+    """
+    import torch
+
+    mask_f = torch.ones_like(weights) if mask is None else mask.to(weights.dtype)
+    if per_sequence and weights.dim() >= 2:
+        count = mask_f.sum(dim=-1, keepdim=True)
+        total = (weights * mask_f).sum(dim=-1, keepdim=True)
+    else:
+        count = mask_f.sum()
+        total = (weights * mask_f).sum()
+    factor = torch.where(total > 0, count / torch.where(total > 0, total, torch.ones_like(total)), torch.ones_like(total))
+    return torch.where(mask_f.bool(), weights * factor, weights)
+
+
+def budget_normalize(
+    weights: torch.Tensor,
+    mask: torch.Tensor,
+    reduce_fn: Callable[[torch.Tensor], torch.Tensor] | None = None,
+) -> torch.Tensor:
+    """Rescale so the weights over all model tokens of the batch sum to the number of those tokens.
+
+    Rule: ``w' = w * N / sum(w * mask)`` with ``N = sum(mask)``, one factor for the whole batch.
+    Why: reweighting should move gradient between trajectories, not change the effective learning
+    rate; with TRL's token-normalised losses (``dapo``, ``bnpo``) an unnormalised mean weight of
+    1.4 would act like a 1.4x larger step. Unlike :func:`renormalize_mean_one` (per sequence),
+    credit may move *across* trajectories here, which is what trajectory-level scales are for.
+
+    ``reduce_fn`` (e.g. ``accelerator.reduce(t, "sum")``) sums the two scalars over processes so
+    every rank applies the same factor; without it the budget is that of the local tensors.
+    """
+    import torch
+
+    mask_f = mask.to(weights.dtype)
+    stats = torch.stack([mask_f.sum(), (weights * mask_f).sum()])
+    if reduce_fn is not None:
+        stats = reduce_fn(stats)
+    count, total = float(stats[0]), float(stats[1])
+    if total <= 0.0:
+        return weights.clone()
+    return weights * (count / total)
+
+
+class EMATagWeights(Mapping[str, float]):
+    """Tag weights that follow an exponential moving average of per-tag failure frequencies.
+
+    Rule (deterministic, documented here because it is the contract):
+
+    * ``update_counts(counts, total)`` observes one batch: ``p[tag] = counts[tag] / total`` is the
+      fraction of labels that carry ``tag`` (ignored tags are dropped before counting). Every
+      known tag, observed in this batch or not, moves ``ema[tag] = (1 - alpha) * ema[tag] +
+      alpha * p[tag]`` starting from 0; ``freq[tag] = ema[tag] / (1 - (1 - alpha) ** n)`` after
+      ``n`` updates (Adam-style bias correction, so the first batch is not under-weighted).
+    * ``self[tag] = clamp(base[tag] * (1 + strength * freq[tag]), min_scale, max_scale)`` for
+      failure tags; tags in ``neutral_tags`` (``pass``, ``ok``) keep their base weight.
+
+    So a failure that persists in a large share of turns is pushed up to ``(1 + strength)`` times
+    its base weight, and the boost fades back to the base weight as the agent stops making it.
+    The object is a ``Mapping`` and can be passed wherever a ``tag_weights`` table is expected.
+    Under several processes, sum the counts over ranks before ``update_counts`` so all ranks agree.
+    """
+
+    def __init__(
+        self,
+        base: Mapping[str, float] = OFFICIAL_TAG_WEIGHTS,
+        alpha: float = 0.1,
+        strength: float = 1.0,
+        min_scale: float = OFFICIAL_MIN_SCALE,
+        max_scale: float = OFFICIAL_MAX_SCALE,
+        neutral_tags: Iterable[str] = ("pass", "ok"),
+        ignored_tags: frozenset[str] = IGNORED_TAGS,
+        default_weight: float = 1.0,
+    ) -> None:
+        if not 0.0 < alpha <= 1.0:
+            raise ValueError(f"alpha must be in (0, 1], got {alpha}")
+        _clamp(1.0, min_scale, max_scale)  # validates the bounds
+        self.base = dict(base)
+        self.alpha = float(alpha)
+        self.strength = float(strength)
+        self.min_scale = float(min_scale)
+        self.max_scale = float(max_scale)
+        self.neutral_tags = frozenset(neutral_tags)
+        self.ignored_tags = frozenset(ignored_tags)
+        self.default_weight = float(default_weight)
+        self.ema: dict[str, float] = {}
+        self.num_updates = 0
+
+    # -- observation ---------------------------------------------------------------------------
+    def update(self, tags: Iterable[TurnTags | None]) -> None:
+        """Observe one batch of labels (a flat iterable; a turn may carry a list of tags)."""
+        flat = [tag for item in tags for tag in _as_tag_list(item) if tag not in self.ignored_tags]
+        self.update_counts(Counter(flat), len(flat))
+
+    def update_counts(self, counts: Mapping[str, float], total: float) -> None:
+        """Observe one batch given per-tag counts and the number of labels counted."""
+        keep = {tag: float(c) for tag, c in counts.items() if tag not in self.ignored_tags}
+        for tag in sorted(set(self.ema) | set(keep)):  # sorted: identical float ops on every rank
+            p = keep.get(tag, 0.0) / total if total > 0 else 0.0
+            self.ema[tag] = (1.0 - self.alpha) * self.ema.get(tag, 0.0) + self.alpha * p
+        self.num_updates += 1
+
+    # -- weights -------------------------------------------------------------------------------
+    def frequency(self, tag: str) -> float:
+        """Bias-corrected EMA frequency of ``tag`` (0.0 before any update)."""
+        if self.num_updates == 0:
+            return 0.0
+        return self.ema.get(tag, 0.0) / (1.0 - (1.0 - self.alpha) ** self.num_updates)
+
+    def weight(self, tag: str) -> float:
+        base = float(self.base.get(tag, self.default_weight))
+        if tag in self.neutral_tags or tag in self.ignored_tags:
+            return base
+        return _clamp(base * (1.0 + self.strength * self.frequency(tag)), self.min_scale, self.max_scale)
+
+    def weights(self) -> dict[str, float]:
+        """Current weight of every tag known from the base table or from observations."""
+        return {tag: self.weight(tag) for tag in sorted(set(self.base) | set(self.ema))}
+
+    def __getitem__(self, tag: str) -> float:
+        return self.weight(tag)
+
+    def get(self, tag: str, default: Any = None) -> Any:  # unknown tags still get a weight
+        return self.weight(tag)
+
+    def __contains__(self, tag: object) -> bool:
+        return tag in self.base or tag in self.ema
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(set(self.base) | set(self.ema)))
+
+    def __len__(self) -> int:
+        return len(set(self.base) | set(self.ema))
+
+    # -- checkpointing -------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "base": dict(self.base),
+            "alpha": self.alpha,
+            "strength": self.strength,
+            "min_scale": self.min_scale,
+            "max_scale": self.max_scale,
+            "neutral_tags": sorted(self.neutral_tags),
+            "ignored_tags": sorted(self.ignored_tags),
+            "default_weight": self.default_weight,
+            "ema": dict(sorted(self.ema.items())),
+            "num_updates": self.num_updates,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.base = dict(state["base"])
+        self.alpha = float(state["alpha"])
+        self.strength = float(state["strength"])
+        self.min_scale = float(state["min_scale"])
+        self.max_scale = float(state["max_scale"])
+        self.neutral_tags = frozenset(state["neutral_tags"])
+        self.ignored_tags = frozenset(state["ignored_tags"])
+        self.default_weight = float(state["default_weight"])
+        self.ema = {str(k): float(v) for k, v in state["ema"].items()}
+        self.num_updates = int(state["num_updates"])
