@@ -49,10 +49,9 @@ from seal_envs.core.calls import FormatError, parse_action
 from seal_envs.core.diagnosis import Diagnoser, diagnose, immediate_label
 from seal_envs.core.surface import CANONICAL, Surface, SurfacePatch
 from seal_envs.core.types import CallEvent, StepRecord, Task, canonical_json
-from seal_envs.core.verifier import EpisodeRecord, verify
-from seal_envs.domains import GENERATORS
+from seal_envs.core.verifier import EpisodeRecord
 from seal_envs.spaces import UnicodeText, sanitize
-from seal_envs.tasks import TaskSet, default_task_set, task_from_id
+from seal_envs.tasks import default_task_set
 
 INFO_KEYS = ("messages", "tools", "turn_index", "tool_calls", "tool_results", "events", "turn_label",
              "surface_version", "task_id", "domain", "difficulty")
@@ -86,7 +85,8 @@ class ToolUseEnv(gym.Env):
     metadata = {"render_modes": ["ansi", "human"]}
     MAX_OBS = 1 << 16
 
-    def __init__(self, domains: Sequence[str] | None = None, split: str = "train", *, evaluation: bool = False,
+    def __init__(self, domains: Sequence[str] | None = None, split: str = "train", *, task_set=None,
+                 evaluation: bool = False,
                  max_steps: int = 24, reward_mode: str = "binary", surface: Surface | None = None,
                  diagnoser: Diagnoser | None = None, render_mode: str | None = None):
         if reward_mode not in ("binary", "progress"):
@@ -95,7 +95,8 @@ class ToolUseEnv(gym.Env):
             raise ValueError(f"max_steps must be positive, got {max_steps}")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
-        self.task_set: TaskSet = default_task_set(split, tuple(domains) if domains else None)
+        self.task_set = task_set if task_set is not None else default_task_set(split, tuple(domains) if domains else None)
+        split = self.task_set.split
         self.split = split
         self.evaluation = evaluation or split != "train"
         self.surface = CANONICAL.freeze() if self.evaluation else (surface or CANONICAL)
@@ -144,10 +145,10 @@ class ToolUseEnv(gym.Env):
         if "task" in options:
             return options["task"]
         if "task_id" in options:
-            return task_from_id(options["task_id"])
+            return self.task_set.task_from_id(options["task_id"])
         ts = self.task_set
         if options.get("split", ts.split) != ts.split:
-            ts = TaskSet(ts.domains, options["split"], ts.held_out)
+            ts = ts.with_split(options["split"])
         if "index" in options:
             return ts[int(options["index"])]
         candidates = ts.indices(options.get("domain"), options.get("difficulty"))
@@ -164,8 +165,8 @@ class ToolUseEnv(gym.Env):
         super().reset(seed=seed)
         task = self._pick_task(options or {})
         self.task = task
-        self.generator = GENERATORS[task.domain]
-        self.backend = self.generator.backend(task.initial_state)
+        self.backend_cls = self.task_set.backend_for(task)
+        self.backend = self.backend_cls(task.initial_state)
         self.specs = self.backend.tool_specs()
         self.available = set(self.specs) - set(task.hidden_tools) | set(task.turns[0].new_tools)
         self.turn = 0
@@ -173,6 +174,7 @@ class ToolUseEnv(gym.Env):
         self.steps: list[StepRecord] = []
         self.record = EpisodeRecord()
         self.turn_texts: list[str] = []
+        self.turn_results: list = []
         self.done = False
         system = self._system_text()
         self.messages: list[dict] = [{"role": "system", "content": system},
@@ -248,6 +250,7 @@ class ToolUseEnv(gym.Env):
             if event.kind == "policy_violation":
                 self.record.violations.append((self.turn, event.rule or ""))
             events.append(event)
+            self.turn_results.append(event.result if event.ok else None)
             content = self.surface.render_event(event, self.specs, self.backend.POLICIES, self.available)
             self.messages.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": content})
         return StepRecord(self.turn, text, tuple(calls), tuple(events), guessed_withheld=guessed)
@@ -256,7 +259,8 @@ class ToolUseEnv(gym.Env):
         """Record the state and answer of the current user turn and send the next one."""
         self.record.turn_states.append(self.backend.comparable_state())
         self.record.turn_answers.append("\n".join(self.turn_texts))
-        self.turn_texts = []
+        self.record.turn_results.append(self.turn_results)
+        self.turn_texts, self.turn_results = [], []
         if self.turn + 1 >= len(self.task.turns):
             self.done = True
             return
@@ -267,7 +271,7 @@ class ToolUseEnv(gym.Env):
         self.messages.append({"role": "user", "content": nxt.message})
 
     def _finish(self, truncated: bool) -> tuple[float, dict]:
-        verdict = verify(self.task, self.generator.backend, self.record)
+        verdict = self.task_set.verify(self.task, self.record)
         diagnose_fn = self.diagnoser or (lambda t, s, v, sp: diagnose(t, s, v, sp, truncated=truncated))
         labels = diagnose_fn(self.task, self.steps, verdict, self.specs)
         reward = float(verdict.passed) if self.reward_mode == "binary" else float(verdict.progress)

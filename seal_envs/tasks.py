@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from seal_envs.core.backend import Backend
 from seal_envs.core.generator import SPLITS
-from seal_envs.core.types import Task
+from seal_envs.core.types import Task, Verdict
+from seal_envs.core.verifier import EpisodeRecord, verify
 from seal_envs.domains import GENERATORS, OOD_DOMAINS, TRAIN_DOMAINS
 
 SPLIT_SIZES = {"train": 400, "test": 200, "ood": 200}
@@ -60,6 +62,19 @@ class TaskSet:
     def __getitem__(self, index: int) -> Task:
         s = self.slot(index)
         return generate(s.domain, s.seed, s.difficulty, self.split)
+
+    def backend_for(self, task: Task) -> type[Backend]:
+        """The service class that runs ``task`` (task sources such as BFCL supply their own)."""
+        return GENERATORS[task.domain].backend
+
+    def verify(self, task: Task, record: EpisodeRecord) -> Verdict:
+        return verify(task, self.backend_for(task), record)
+
+    def task_from_id(self, task_id: str) -> Task:
+        return task_from_id(task_id)
+
+    def with_split(self, split: str) -> "TaskSet":
+        return TaskSet(self.domains, split, self.held_out)
 
     def indices(self, domain: str | None = None, difficulty: int | None = None) -> list[int]:
         return [i for i in range(len(self)) if (domain is None or self.slot(i).domain == domain)

@@ -63,6 +63,7 @@ class EpisodeRecord:
 
     turn_states: list[dict[str, Any] | None] = field(default_factory=list)
     turn_answers: list[str] = field(default_factory=list)
+    turn_results: list[list[Any]] = field(default_factory=list)  # results of successful calls (None for failed)
     violations: list[tuple[int, str]] = field(default_factory=list)  # (turn, rule)
     guessed_withheld: set[int] = field(default_factory=set)
 

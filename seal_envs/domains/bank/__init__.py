@@ -3,4 +3,6 @@
 from .backend import BankBackend
 from .generator import BankGenerator
 
-__all__ = ["BankBackend", "BankGenerator"]
+GENERATOR = BankGenerator()
+
+__all__ = ["BankBackend", "BankGenerator", "GENERATOR"]
