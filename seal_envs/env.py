@@ -40,14 +40,15 @@ the canonical surface; implied by test and ood), ``max_steps``, ``reward_mode``,
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
 
 from seal_envs.core.calls import FormatError, parse_action
 from seal_envs.core.diagnosis import Diagnoser, diagnose, immediate_label
-from seal_envs.core.surface import CANONICAL, Surface, SurfacePatch
+from seal_envs.core.evolver import EpisodeDiagnosis, Evolver
+from seal_envs.core.surface import CANONICAL, FrozenSurfaceError, Surface, SurfacePatch
 from seal_envs.core.types import CallEvent, StepRecord, Task, canonical_json
 from seal_envs.core.verifier import EpisodeRecord
 from seal_envs.spaces import UnicodeText, sanitize
@@ -88,7 +89,8 @@ class ToolUseEnv(gym.Env):
     def __init__(self, domains: Sequence[str] | None = None, split: str = "train", *, task_set=None,
                  evaluation: bool = False,
                  max_steps: int = 24, reward_mode: str = "binary", surface: Surface | None = None,
-                 diagnoser: Diagnoser | None = None, render_mode: str | None = None):
+                 diagnoser: Diagnoser | None = None, evolver: Evolver | None = None,
+                 render_mode: str | None = None):
         if reward_mode not in ("binary", "progress"):
             raise ValueError(f"reward_mode must be 'binary' or 'progress', got {reward_mode!r}")
         if max_steps < 1:
@@ -103,6 +105,7 @@ class ToolUseEnv(gym.Env):
         self.max_steps = max_steps
         self.reward_mode = reward_mode
         self.diagnoser = diagnoser
+        self.evolver = evolver if evolver is not None else Evolver()
         self.render_mode = render_mode
         self.task_weights: np.ndarray | None = None
         self.observation_space = UnicodeText(self.MAX_OBS)
@@ -116,18 +119,22 @@ class ToolUseEnv(gym.Env):
         return self.surface
 
     def set_surface(self, surface: Surface) -> None:
+        """Replace the surface (restoring a checkpoint, syncing ranks); train envs only."""
         if self.surface.frozen:
-            self.surface.apply(SurfacePatch("recovery", "_", 0))  # raises FrozenSurfaceError
+            raise FrozenSurfaceError("this env evaluates on the canonical surface: it cannot be replaced")
         self.surface = surface
 
-    def evolve(self, evolver, diagnoses) -> list[SurfacePatch]:
-        """Feed episode diagnoses to ``evolver``; apply and return the patches it proposes."""
-        evolver.observe(diagnoses)
-        patches = evolver.update()
+    def evolve(self, diagnoses: Iterable[EpisodeDiagnosis | Mapping[str, Any]]) -> list[SurfacePatch]:
+        """Feed finished episodes (diagnoses or their last ``info`` dicts) to the env's evolver,
+        close the batch, apply the patches it proposes and return them."""
+        if self.surface.frozen:
+            raise FrozenSurfaceError("this env evaluates on the canonical surface: it does not evolve")
+        self.evolver.observe(d if isinstance(d, EpisodeDiagnosis) else EpisodeDiagnosis.from_info(d)
+                             for d in diagnoses)
+        patches = self.evolver.update()
         self.surface = self.surface.apply_all(patches)
-        weights = evolver.curriculum_weights(self.task_set) if evolver.curriculum else None
-        if weights is not None:
-            self.task_weights = weights
+        if self.evolver.curriculum:
+            self.set_task_weights(self.evolver.curriculum_weights(self.task_set))
         return patches
 
     def set_task_weights(self, weights: Sequence[float] | None) -> None:

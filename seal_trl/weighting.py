@@ -179,7 +179,9 @@ def renormalize_mean_one(
     else:
         count = mask_f.sum()
         total = (weights * mask_f).sum()
-    factor = torch.where(total > 0, count / torch.where(total > 0, total, torch.ones_like(total)), torch.ones_like(total))
+    positive = total > 0
+    safe_total = torch.where(positive, total, torch.ones_like(total))
+    factor = torch.where(positive, count / safe_total, torch.ones_like(total))
     return torch.where(mask_f.bool(), weights * factor, weights)
 
 

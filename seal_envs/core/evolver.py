@@ -1,0 +1,230 @@
+"""The environment side of co-evolution: turn diagnoses into surface patches (and a curriculum).
+
+Statistics are counts, so they do not depend on the order in which episodes arrive and merge by
+addition across processes: every rank that merges the same pending counts and calls
+:meth:`Evolver.update` proposes the same patches. ``observe`` adds episodes to the pending
+batch; ``update`` closes the batch into a sliding window of the last ``window`` batches, and for
+every (channel, scope) compares the failure rate in the window with two thresholds:
+
+- rate >= ``raise_threshold`` for ``patience`` updates in a row: raise that channel one level;
+- rate <= ``fade_threshold`` for ``fade_patience`` updates in a row: lower it one level, so the
+  agent does not lean on scaffolding it no longer needs.
+
+The gap between the thresholds is the hysteresis that keeps a channel from flickering.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .surface import MAX_LEVEL, SurfacePatch
+from .types import TurnLabel
+
+# Which channel a label calls for: the scope is the tool, or the error kind for recovery.
+LABEL_CHANNEL = {
+    "schema_violation": "affordance",
+    "arg_mismatch": "affordance",
+    "spurious_call": "affordance",
+    "missing_call": "affordance",
+    "wrong_order": "affordance",
+    "constraint_violation": "constraint",
+    "recovery_failure": "recovery",
+    "unknown_tool": "recovery",
+    "format_error": "recovery",
+}
+
+
+def label_scope(label: TurnLabel) -> tuple[str, str] | None:
+    channel = LABEL_CHANNEL.get(label.label)
+    if channel is None:
+        return None
+    if channel == "recovery":
+        kind = label.error_kind or label.label
+        return channel, {"unavailable_tool": "unknown_tool"}.get(kind, kind)
+    return (channel, label.tool) if label.tool else None
+
+
+@dataclass(frozen=True)
+class EpisodeDiagnosis:
+    """What the evolver needs of one finished episode."""
+
+    task_id: str
+    domain: str
+    difficulty: int
+    passed: bool
+    labels: tuple[TurnLabel, ...]
+
+    @staticmethod
+    def from_info(info: Mapping[str, Any]) -> "EpisodeDiagnosis":
+        """Build from the ``info`` dict of an episode's last step."""
+        return EpisodeDiagnosis(info["task_id"], info["domain"], int(info.get("difficulty", 0)),
+                                bool(info["verification"]["passed"]),
+                                tuple(TurnLabel.from_dict(d) for d in info["turn_labels"]))
+
+
+def _key(*parts: Any) -> str:
+    return "|".join(map(str, parts))
+
+
+@dataclass
+class Evolver:
+    window: int = 4
+    raise_threshold: float = 0.3
+    fade_threshold: float = 0.1
+    patience: int = 1
+    fade_patience: int = 2
+    min_episodes: int = 8
+    curriculum: bool = False
+    curriculum_floor: float = 0.1
+    curriculum_ema: float = 0.5
+    # state
+    pending: Counter = field(default_factory=Counter)
+    history: list[dict[str, int]] = field(default_factory=list)
+    levels: dict[str, int] = field(default_factory=dict)
+    raise_streak: dict[str, int] = field(default_factory=dict)
+    fade_streak: dict[str, int] = field(default_factory=dict)
+    bucket_success: dict[str, float] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    updates: int = 0
+
+    def __post_init__(self):
+        if not 0 <= self.fade_threshold < self.raise_threshold <= 1:
+            raise ValueError(f"need 0 <= fade_threshold < raise_threshold <= 1, got "
+                             f"{self.fade_threshold} and {self.raise_threshold}")
+        if self.window < 1 or self.patience < 1 or self.fade_patience < 1:
+            raise ValueError("window, patience and fade_patience must be at least 1")
+
+    # -- statistics ----------------------------------------------------------------------
+    def observe(self, diagnoses: Iterable[EpisodeDiagnosis]) -> None:
+        """Add finished episodes to the pending batch (order does not matter)."""
+        for d in diagnoses:
+            self.pending[_key("episodes", d.domain)] += 1
+            self.pending[_key("bucket_n", d.domain, d.difficulty)] += 1
+            self.pending[_key("bucket_pass", d.domain, d.difficulty)] += int(d.passed)
+            for label in d.labels:
+                self.pending[_key("label", label.label)] += 1
+            for scope in sorted({s for s in map(label_scope, d.labels) if s is not None}):
+                self.pending[_key("fail", d.domain, *scope)] += 1
+
+    def merge(self, other: "Evolver") -> None:
+        """Add another process's pending batch to this one."""
+        self.pending.update(other.pending)
+
+    def rates(self) -> dict[tuple[str, str], float]:
+        """Failure rate per (channel, scope) over the window: the worst domain's rate."""
+        total: Counter = Counter()
+        for batch in self.history[-self.window:]:
+            total.update(batch)
+        out: dict[tuple[str, str], float] = {}
+        for key, n in sorted(total.items()):
+            kind, *rest = key.split("|")
+            if kind != "fail":
+                continue
+            domain, channel, scope = rest
+            episodes = total[_key("episodes", domain)]
+            if episodes >= self.min_episodes:
+                out[(channel, scope)] = max(out.get((channel, scope), 0.0), n / episodes)
+        return out
+
+    # -- decisions -----------------------------------------------------------------------
+    def update(self) -> list[SurfacePatch]:
+        """Close the pending batch and propose patches, sorted so every rank applies them alike."""
+        batch = dict(sorted(self.pending.items()))
+        self.history.append(batch)
+        self.history = self.history[-self.window:]
+        self.pending = Counter()
+        self.updates += 1
+        self._update_curriculum(batch)
+        rates = self.rates()
+        scopes = sorted(set(rates) | {tuple(k.split("|", 1)) for k in self.levels})
+        patches = [p for channel, scope in scopes if (p := self._decide(channel, scope, rates.get((channel, scope), 0.0)))]
+        for p in patches:
+            self.events.append({"update": self.updates, **p.to_dict()})
+        return patches
+
+    def _decide(self, channel: str, scope: str, rate: float) -> SurfacePatch | None:
+        key = _key(channel, scope)
+        level = self.levels.get(key, 0)
+        self.raise_streak[key] = self.raise_streak.get(key, 0) + 1 if rate >= self.raise_threshold else 0
+        self.fade_streak[key] = self.fade_streak.get(key, 0) + 1 if rate <= self.fade_threshold else 0
+        if self.raise_streak[key] >= self.patience and level < MAX_LEVEL[channel]:
+            self.raise_streak[key] = 0
+            self.levels[key] = level + 1
+            return SurfacePatch(channel, scope, level + 1, f"failure rate {rate:.2f} >= {self.raise_threshold}")
+        if self.fade_streak[key] >= self.fade_patience and level > 0:
+            self.fade_streak[key] = 0
+            self.levels[key] = level - 1
+            if level == 1:
+                del self.levels[key]
+            return SurfacePatch(channel, scope, level - 1, f"failure rate {rate:.2f} <= {self.fade_threshold}")
+        return None
+
+    def _update_curriculum(self, batch: Mapping[str, int]) -> None:
+        for key, n in batch.items():
+            kind, domain, difficulty = key.split("|") if key.count("|") == 2 else (key, "", "")
+            if kind != "bucket_n" or n == 0:
+                continue
+            bucket = _key(domain, difficulty)
+            rate = batch.get(_key("bucket_pass", domain, difficulty), 0) / n
+            old = self.bucket_success.get(bucket)
+            self.bucket_success[bucket] = rate if old is None else (
+                self.curriculum_ema * old + (1 - self.curriculum_ema) * rate)
+
+    def label_counts(self) -> list[dict[str, int]]:
+        """Step labels per closed batch, oldest first (the window only keeps the last few)."""
+        return [{k.split("|", 1)[1]: n for k, n in b.items() if k.startswith("label|")} for b in self.history]
+
+    def curriculum_weights(self, task_set) -> list[float]:
+        """Sampling weight per task index: ``floor + 4 p (1 - p)`` for the success rate ``p`` of
+        the task's (domain, difficulty) bucket, 1 for buckets not seen yet. GRPO learns only from
+        groups with mixed outcomes, which are likeliest where ``p`` is near one half."""
+        weights = []
+        for i in range(len(task_set)):
+            s = task_set.slot(i)
+            p = self.bucket_success.get(_key(s.domain, s.difficulty))
+            weights.append(1.0 if p is None else self.curriculum_floor + 4 * p * (1 - p))
+        return weights
+
+    # -- persistence ---------------------------------------------------------------------
+    CONFIG = ("window", "raise_threshold", "fade_threshold", "patience", "fade_patience", "min_episodes",
+              "curriculum", "curriculum_floor", "curriculum_ema")
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "config": {k: getattr(self, k) for k in self.CONFIG},
+            "pending": dict(sorted(self.pending.items())),
+            "history": self.history,
+            "levels": dict(sorted(self.levels.items())),
+            "raise_streak": dict(sorted(self.raise_streak.items())),
+            "fade_streak": dict(sorted(self.fade_streak.items())),
+            "bucket_success": dict(sorted(self.bucket_success.items())),
+            "events": self.events,
+            "updates": self.updates,
+        }
+
+    @staticmethod
+    def from_state_dict(d: Mapping[str, Any]) -> "Evolver":
+        ev = Evolver(**d["config"])
+        ev.pending = Counter(d["pending"])
+        ev.history = [dict(b) for b in d["history"]]
+        ev.levels, ev.raise_streak, ev.fade_streak = dict(d["levels"]), dict(d["raise_streak"]), dict(d["fade_streak"])
+        ev.bucket_success, ev.events, ev.updates = dict(d["bucket_success"]), list(d["events"]), int(d["updates"])
+        return ev
+
+    def to_json(self) -> str:
+        return json.dumps(self.state_dict(), sort_keys=True)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json())
+
+    @staticmethod
+    def load(path: str | Path) -> "Evolver":
+        """Load a saved evolver; a corrupt or incomplete file is an error that names it."""
+        try:
+            return Evolver.from_state_dict(json.loads(Path(path).read_text()))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"evolver state file {path} is corrupt or incomplete: {type(e).__name__}: {e}") from e
