@@ -1,13 +1,17 @@
 """A ``Text`` space for free-form model text that survives ``AsyncVectorEnv`` shared memory.
 
-Gymnasium's ``Text`` shared memory stores each character as its index in the charset and drops
-any index past the charset when reading back, so characters outside it (or past ``max_length``)
-vanish without an error. :class:`UnicodeText` keeps code points instead and registers its own
-shared-memory functions, so ``gym.make_vec(..., vectorization_mode="async")`` returns the exact
-observations ``"sync"`` does.
+``AsyncVectorEnv`` reads its shared observation buffer once, at construction, and afterwards
+returns (a copy of) that object, relying on numpy views to see new data. Gymnasium's ``Text``
+reader returns a tuple of ``str``, a snapshot, so every later observation comes back as the
+empty strings of the fresh buffer, with no error. :class:`UnicodeText` registers its own
+shared-memory functions: code points in an ``int32`` buffer, read through a live view whose
+deep copy is a plain tuple of strings. ``gym.make_vec(..., vectorization_mode="async")`` then
+returns exactly what ``"sync"`` does.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 from gymnasium.spaces import Text
@@ -42,10 +46,34 @@ def _create(space: UnicodeText, n: int = 1, ctx=None):
     return (ctx or mp).Array(np.dtype(np.int32).char, n * (space.max_length + 1))
 
 
+class SharedTextView(Sequence):
+    """The strings in a shared buffer, decoded on access; ``deepcopy`` gives a tuple."""
+
+    def __init__(self, data: np.ndarray):
+        self._data = data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        row = self._data[i]
+        return row[1 : 1 + row[0]].tobytes().decode("utf-32-le")
+
+    def __deepcopy__(self, memo) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __eq__(self, other) -> bool:
+        return tuple(self) == tuple(other) if isinstance(other, Sequence) else NotImplemented
+
+    def __repr__(self) -> str:
+        return f"SharedTextView({tuple(self)!r})"
+
+
 @_shm.read_from_shared_memory.register(UnicodeText)
-def _read(space: UnicodeText, shared_memory, n: int = 1):
-    data = np.frombuffer(shared_memory.get_obj(), dtype=np.int32).reshape((n, space.max_length + 1))
-    return tuple("".join(map(chr, row[1 : 1 + row[0]])) for row in data)
+def _read(space: UnicodeText, shared_memory, n: int = 1) -> SharedTextView:
+    return SharedTextView(np.frombuffer(shared_memory.get_obj(), dtype=np.int32).reshape((n, space.max_length + 1)))
 
 
 @_shm.write_to_shared_memory.register(UnicodeText)

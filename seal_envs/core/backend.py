@@ -139,8 +139,8 @@ class Backend:
         return dict(cls._specs)
 
     def comparable_state(self) -> dict[str, Any]:
-        """The state the verifier compares: everything but session bookkeeping."""
-        return {k: v for k, v in self.state.items() if not k.startswith("_")}
+        """A copy of the state the verifier compares: everything but session bookkeeping."""
+        return copy.deepcopy({k: v for k, v in self.state.items() if not k.startswith("_")})
 
     @property
     def session(self) -> dict[str, Any]:

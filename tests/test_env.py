@@ -1,0 +1,234 @@
+"""ToolUseEnv behaviour: verification of mutated oracles, robustness to any action, surfaces."""
+
+import copy
+import json
+import os
+
+import gymnasium as gym
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import seal_envs
+from seal_envs.agents import OracleAgent, run_episode
+from seal_envs.core.types import ToolCall
+from seal_envs.tasks import TaskSet
+
+BANK = TaskSet(("bank",), "train")
+
+
+def bank_env(**kw):
+    return gym.make("seal/ToolUse-Bank-v0", **kw).unwrapped
+
+
+def find(pred, ts=BANK):
+    for i in range(len(ts)):
+        if pred(ts[i]):
+            return ts[i]
+    raise LookupError("no task matches")
+
+
+def play(task, mutate=None):
+    env = bank_env()
+    return run_episode(env, OracleAgent(mutate), options={"task": task})
+
+
+def failed(info):
+    return {c["name"] for c in info["verification"]["checks"] if not c["passed"]}
+
+
+def labels(info):
+    return [lb["label"] for lb in info["turn_labels"]]
+
+
+def test_oracle_passes_and_labels_ok():
+    reward, info, _ = play(BANK[0])
+    assert reward == 1.0 and set(labels(info)) == {"ok"} and info["verification"]["progress"] == 1.0
+
+
+def test_dropped_call_fails_state_check():
+    task = find(lambda t: any(c.name == "transfer" for c in t.turns[0].plan) and t.turns[0].withheld is None)
+
+    def drop(actions, turn, task):
+        return [a for a in actions if not (isinstance(a, ToolCall) and a.name == "transfer")] if turn == 0 else actions
+
+    reward, info, _ = play(task, drop)
+    assert reward == 0.0 and "state_turn_0" in failed(info)
+    assert "missing_call" in labels(info)
+
+
+def test_changed_argument_fails():
+    task = find(lambda t: any(c.name == "transfer" for c in t.turns[0].plan) and t.turns[0].withheld is None)
+
+    def change(actions, turn, task):
+        return [ToolCall(a.name, {**a.arguments, "amount": a.arguments["amount"] + 1})
+                if isinstance(a, ToolCall) and a.name == "transfer" else a for a in actions]
+
+    reward, info, _ = play(task, change)
+    assert reward == 0.0 and "state_turn_0" in failed(info) and "arg_mismatch" in labels(info)
+
+
+def test_swapped_dependent_calls_fail():
+    task = find(lambda t: [c.name for c in t.turns[0].plan][:2] == ["verify_identity", "transfer"]
+                and t.turns[0].withheld is None)
+
+    def swap(actions, turn, task):
+        if turn == 0:
+            calls = [a for a in actions if isinstance(a, ToolCall)]
+            return [calls[1], calls[0]] + [a for a in actions if not isinstance(a, ToolCall)]
+        return actions
+
+    reward, info, _ = play(task, swap)
+    assert reward == 0.0 and {"no_violation_turn_0", "state_turn_0"} <= failed(info)
+    assert "constraint_violation" in labels(info)
+
+
+def test_broken_constraint_fails():
+    task = find(lambda t: t.template == "trap")
+    trap_turn = 1
+
+    def break_rule(actions, turn, task):
+        if turn != trap_turn:
+            return actions
+        cid = task.turns[turn].plan[0].arguments["customer_id"]
+        src = next(a for a, v in sorted(task.initial_state["accounts"].items()) if v["owner"] == cid)
+        dst = next(a for a in sorted(task.initial_state["accounts"]) if a != src)
+        return actions[:1] + [ToolCall("transfer", {"from_account": src, "to_account": dst, "amount": 99999})] + actions[1:]
+
+    reward, info, _ = play(task, break_rule)
+    assert reward == 0.0 and f"no_violation_turn_{trap_turn}" in failed(info)
+    assert "constraint_violation" in labels(info)
+
+
+def test_guessing_withheld_value_fails():
+    task = find(lambda t: t.turns[0].withheld is not None)
+
+    def guess(actions, turn, task):
+        return actions[1:] if turn == 0 else actions  # skip the question, use the PIN anyway
+
+    reward, info, _ = play(task, guess)
+    assert reward == 0.0 and "asked_withheld_turn_0" in failed(info)
+    assert info["turn_labels"][0]["label"] == "spurious_call"
+
+
+def test_withheld_value_is_revealed_when_asked():
+    task = find(lambda t: t.turns[0].withheld is not None)
+    env = bank_env()
+    env.reset(options={"task": task})
+    obs, *_ = env.step("What is your PIN?")
+    assert str(task.turns[0].withheld.value) in obs
+
+
+def test_late_tool_is_unavailable_until_its_turn():
+    task = find(lambda t: t.hidden_tools == ("freeze_card",))
+    env = bank_env()
+    _, info = env.reset(options={"task": task})
+    assert "freeze_card" not in {t["function"]["name"] for t in info["tools"]}
+    late = next(i for i, t in enumerate(task.turns) if "freeze_card" in t.new_tools)
+    card = task.turns[late].plan[-1].arguments["card_id"]
+    _, _, _, _, info = env.step(json.dumps({"name": "freeze_card", "arguments": {"card_id": card}}))
+    assert info["events"][0]["kind"] == "unavailable_tool" and info["turn_label"]["label"] == "spurious_call"
+
+
+def test_truncation_still_verifies():
+    env = bank_env(max_steps=2)
+    env.reset(seed=0)
+    env.step('{"name": "get_balance", "arguments": {"account_id": "ACC-1001"}}')
+    _, reward, terminated, truncated, info = env.step('{"name": "get_balance", "arguments": {"account_id": "ACC-1001"}}')
+    assert truncated and not terminated and "verification" in info and reward == 0.0
+    assert len(info["turn_labels"]) == 2
+
+
+def test_progress_reward_counts_turns():
+    task = find(lambda t: len(t.turns) >= 2 and t.turns[0].withheld is None and t.turns[-1].plan)
+
+    def drop_last_turn(actions, turn, task):
+        return ["I'm done."] if turn == len(task.turns) - 1 else actions
+
+    env = bank_env(reward_mode="progress")
+    reward, info, _ = run_episode(env, OracleAgent(drop_last_turn), options={"task": task})
+    assert reward == pytest.approx((len(task.turns) - 1) / len(task.turns))
+
+
+def test_episodes_do_not_share_state():
+    env1, env2 = bank_env(), bank_env()
+    env1.reset(seed=3)
+    env2.reset(seed=3)
+    env1.backend.state["accounts"].clear()
+    assert env2.backend.state["accounts"] and env1.task.initial_state["accounts"]
+
+
+def test_evaluation_envs_are_frozen():
+    env = gym.make("seal/ToolUse-v0", split="test").unwrapped
+    with pytest.raises(seal_envs.FrozenSurfaceError):
+        env.apply_patch(seal_envs.SurfacePatch("affordance", "transfer", 1))
+    env = gym.make("seal/ToolUse-v0", evaluation=True).unwrapped
+    assert env.surface.frozen and env.surface == seal_envs.CANONICAL.freeze()
+
+
+def test_vector_async_matches_sync():
+    results = {}
+    actions = ["hello", '<tool_call>{"name": "get_balance", "arguments": {"account_id": "ACC-1001"}}</tool_call>',
+               "{broken", "Ünïcødé ✓ answer"]
+    for mode in ("sync", "async"):
+        envs = gym.make_vec("seal/ToolUse-v0", num_envs=4, vectorization_mode=mode)
+        obs, _ = envs.reset(seed=[10, 11, 12, 13])
+        obs2 = envs.step(actions)[0]
+        results[mode] = (tuple(obs), tuple(obs2))
+        envs.close()
+    assert results["sync"] == results["async"]
+    assert all(results["sync"][0]) and any("Error" in o for o in results["sync"][1])
+
+
+PAYLOAD = "__import__('os').system('touch {path}')"
+
+
+@pytest.mark.parametrize("position", ["name", "arg", "text", "hermes", "key"])
+def test_injection_payloads_never_run(tmp_path, position):
+    marker = tmp_path / "pwned"
+    p = PAYLOAD.format(path=marker)
+    action = {
+        "name": json.dumps({"name": p, "arguments": {}}),
+        "arg": json.dumps({"name": "get_balance", "arguments": {"account_id": p}}),
+        "text": p,
+        "hermes": f"<tool_call>{p}</tool_call>",
+        "key": json.dumps({"name": "get_balance", "arguments": {p: 1}}),
+    }[position]
+    env = bank_env()
+    env.reset(seed=1)
+    env.step(action)
+    assert not marker.exists()
+
+
+TOOL_NAMES = sorted(seal_envs.ToolUseEnv(domains=("bank",)).task_set.backend_for(BANK[0]).tool_specs())
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+                           lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
+                           max_leaves=6)
+calls = st.fixed_dictionaries({"name": st.sampled_from(TOOL_NAMES) | st.text(max_size=10),
+                               "arguments": st.dictionaries(st.sampled_from(["account_id", "amount", "pin", "x", "limit"]),
+                                                            json_values, max_size=3)})
+actions = st.one_of(
+    st.text(max_size=60),
+    calls.map(json.dumps),
+    st.lists(calls, max_size=3).map(json.dumps),
+    calls.map(lambda c: f"<tool_call>{json.dumps(c)}</tool_call>"),
+    st.text(max_size=30).map(lambda s: "{" + s),
+    st.text(max_size=30).map(lambda s: "<tool_call>" + s),
+    json_values,
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 50), acts=st.lists(actions, min_size=1, max_size=6))
+def test_random_actions_never_raise_and_invalid_calls_change_nothing(seed, acts):
+    env = bank_env(max_steps=5)
+    env.reset(seed=seed)
+    for action in acts:
+        if env.done:
+            break
+        before = copy.deepcopy(env.backend.state)
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert isinstance(obs, str) and env.observation_space.contains(obs)
+        assert info["turn_label"]["label"] in seal_envs.LABELS
+        if info["events"] and not any(e["kind"] == "ok" for e in info["events"]):
+            assert env.backend.state == before
