@@ -149,7 +149,8 @@ def _align_turn(task: Task, steps: Sequence[StepRecord], labels: list[TurnLabel]
         made_calls = any(steps[i].calls for i in idx)
         prior_error = [i for i in idx if i < end and steps[i].calls and not all(e.ok for e in steps[i].events)]
         if prior_error and prior_error[-1] == max(i for i in idx if i < end and steps[i].calls):
-            label = TurnLabel("recovery_failure", missing, turn=turn, detail="gave up after an error")
+            kind = next(e.kind for e in steps[prior_error[-1]].events if not e.ok)
+            label = TurnLabel("recovery_failure", missing, error_kind=kind, turn=turn, detail="gave up after an error")
         elif made_calls:
             label = TurnLabel("missing_call", missing, turn=turn, detail="ended the turn with required work undone")
         else:

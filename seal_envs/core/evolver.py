@@ -39,7 +39,10 @@ LABEL_CHANNEL = {
 
 
 def label_scope(label: TurnLabel) -> tuple[str, str] | None:
+    """The (channel, scope) a failure label calls for, or None if no channel helps."""
     channel = LABEL_CHANNEL.get(label.label)
+    if label.error_kind == "tool_error":  # the call was well formed; the agent must read the error
+        channel = "recovery"
     if channel is None:
         return None
     if channel == "recovery":
