@@ -12,6 +12,7 @@ import copy
 import difflib
 import inspect
 import re
+import types
 import typing
 from typing import Any, Callable, ClassVar, Iterable, Literal, Mapping
 
@@ -65,7 +66,7 @@ def _json_type(hint: Any) -> dict:
     if origin in (list, tuple, Iterable):
         (item,) = typing.get_args(hint)[:1] or (str,)
         return {"type": "array", "items": _json_type(item)}
-    if origin is typing.Union or str(origin) == "types.UnionType":
+    if origin is typing.Union or origin is types.UnionType:
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         return _json_type(args[0])
     if hint in _PY_TO_JSON:
