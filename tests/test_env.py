@@ -80,7 +80,8 @@ def test_swapped_dependent_calls_fail():
 
     reward, info, _ = play(task, swap)
     assert reward == 0.0 and {"no_violation_turn_0", "state_turn_0"} <= failed(info)
-    assert "constraint_violation" in labels(info)
+    first = info["turn_labels"][0]
+    assert first["label"] == "wrong_order" and first["secondary"] == ["constraint_violation"]
 
 
 def test_broken_constraint_fails():

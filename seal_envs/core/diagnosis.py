@@ -123,9 +123,12 @@ def _align_turn(task: Task, steps: Sequence[StepRecord], labels: list[TurnLabel]
     matched_order: list[tuple[int, int]] = []  # (plan index, step index)
     for i in idx:
         for call, event in zip(steps[i].calls, steps[i].events):
-            if not event.ok:
-                continue
             hit = next((p for p in unmatched if plan[p] == call), None)
+            if not event.ok:
+                if hit is not None and any(q < hit for q in unmatched):  # the right call, made too early
+                    labels[i] = TurnLabel("wrong_order", call.name, event.param, event.kind, turn,
+                                          (labels[i].label,), detail="a call that depends on an earlier one came first")
+                continue
             if hit is not None:
                 unmatched.remove(hit)
                 matched_order.append((hit, i))

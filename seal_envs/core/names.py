@@ -21,10 +21,12 @@ WORDS = ("apple", "river", "stone", "cloud", "maple", "tiger", "lemon", "ocean",
 
 def person_names(rng: random.Random, n: int) -> list[str]:
     """``n`` distinct full names."""
-    seen: set[str] = set()
-    while len(seen) < n:
-        seen.add(f"{rng.choice(FIRST)} {rng.choice(LAST)}")
-    return sorted(seen, key=lambda s: rng.random())
+    names: list[str] = []  # a list, not a set: set order follows the per-process string hash
+    while len(names) < n:
+        name = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
+        if name not in names:
+            names.append(name)
+    return names
 
 
 def pick_distinct(rng: random.Random, pool: tuple[str, ...] | list[str], n: int) -> list[str]:
