@@ -147,17 +147,18 @@ def _align_turn(task: Task, steps: Sequence[StepRecord], labels: list[TurnLabel]
     if not ends:
         return
     end = ends[-1]
-    if not state_ok and unmatched:
+    made_calls = any(steps[i].calls for i in idx if i < end)
+    if plan and not made_calls and not (state_ok and response_ok):
+        _relabel(labels, end, TurnLabel("premature_end", plan[0].name, turn=turn,
+                                        detail="ended the turn without doing the work"))
+    elif not state_ok and unmatched:
         missing = plan[unmatched[0]].name
-        made_calls = any(steps[i].calls for i in idx)
         prior_error = [i for i in idx if i < end and steps[i].calls and not all(e.ok for e in steps[i].events)]
         if prior_error and prior_error[-1] == max(i for i in idx if i < end and steps[i].calls):
             kind = next(e.kind for e in steps[prior_error[-1]].events if not e.ok)
             label = TurnLabel("recovery_failure", missing, error_kind=kind, turn=turn, detail="gave up after an error")
-        elif made_calls:
-            label = TurnLabel("missing_call", missing, turn=turn, detail="ended the turn with required work undone")
         else:
-            label = TurnLabel("premature_end", missing, turn=turn, detail="ended the turn without doing the work")
+            label = TurnLabel("missing_call", missing, turn=turn, detail="ended the turn with required work undone")
         _relabel(labels, end, label)
     elif not response_ok:
         _relabel(labels, end, TurnLabel("response_mismatch", turn=turn, detail="the answer lacks what the user asked"))
