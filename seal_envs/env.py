@@ -175,6 +175,7 @@ class ToolUseEnv(gym.Env):
         self.backend_cls = self.task_set.backend_for(task)
         self.backend = self.backend_cls(task.initial_state)
         self.specs = self.backend.tool_specs()
+        self._parse = getattr(self.backend, "parse_action", parse_action)  # a backend may read more syntax
         self.available = set(self.specs) - set(task.hidden_tools) | set(task.turns[0].new_tools)
         self.turn = 0
         self.revealed = False
@@ -219,7 +220,7 @@ class ToolUseEnv(gym.Env):
     def _act(self, action: Any) -> StepRecord:
         raw = action if isinstance(action, str) else json.dumps(action, ensure_ascii=False, default=str)
         try:
-            parsed = parse_action(action)
+            parsed = self._parse(action)
         except FormatError as e:
             self.messages.append({"role": "assistant", "content": raw})
             event = CallEvent("format_error", message=str(e))
@@ -243,7 +244,7 @@ class ToolUseEnv(gym.Env):
     def _run_calls(self, text: str, calls) -> StepRecord:
         withheld = self.task.turns[self.turn].withheld
         guessed = withheld is not None and not self.revealed and any(
-            _mentions(dict(c.arguments), withheld.value) for c in calls)
+            withheld.param in c.arguments and _mentions(c.arguments[withheld.param], withheld.value) for c in calls)
         if guessed:
             self.record.guessed_withheld.add(self.turn)
         ids = [f"call_{len(self.steps)}_{i}" for i in range(len(calls))]

@@ -219,7 +219,7 @@ actions = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 50), acts=st.lists(actions, min_size=1, max_size=6))
 def test_random_actions_never_raise_and_invalid_calls_change_nothing(seed, acts):
     env = bank_env(max_steps=5)

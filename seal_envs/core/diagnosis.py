@@ -135,7 +135,7 @@ def _align_turn(task: Task, steps: Sequence[StepRecord], labels: list[TurnLabel]
             elif any(plan[p].name == call.name for p in unmatched) and not state_ok:
                 _relabel(labels, i, TurnLabel("arg_mismatch", call.name, turn=turn,
                                               detail="valid call, but not with the values the task needs"))
-            elif not plan or (specs.get(call.name) and specs[call.name].writes):
+            elif not plan or (not state_ok and specs.get(call.name) and specs[call.name].writes):
                 _relabel(labels, i, TurnLabel("spurious_call", call.name, turn=turn,
                                               detail="no such call was due in this turn"))
     if not state_ok:

@@ -113,7 +113,12 @@ class TaskBuilder:
 
     def ask_later(self, message: str, plan: Sequence[ToolCall], param: str, value: Any, label: str,
                   required_outputs: Sequence[Any] = ()) -> None:
-        """A turn whose request leaves out ``param``; the user gives ``value`` only when asked."""
+        """A turn whose request leaves out ``param``; the user gives ``value`` only when asked.
+
+        The env flags a call that passes ``value`` as ``param`` before it was asked for.
+        """
+        if not any(c.arguments.get(param) == value for c in plan):
+            raise GeneratorError(f"withheld {param}={value!r} is not an argument of any reference call")
         reply = self.rng.choice(WITHHELD_REPLIES).format(label=label, value=value)
         self.turn(message, plan, required_outputs, withheld=Withheld(param, value, reply))
 
