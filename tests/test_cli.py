@@ -1,0 +1,251 @@
+"""The `seal` command line, every command run in a subprocess on small inputs."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+import seal_envs
+from seal_envs.agents import OracleAgent, actions_of
+from seal_envs.core.types import ToolCall
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONIOENCODING": "utf-8"}
+
+
+def seal(*args, stdin=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "seal_trl.cli", *map(str, args)], input=stdin,
+                          capture_output=True, text=True, timeout=timeout, env=ENV)
+
+
+def test_console_script_and_help():
+    script = shutil.which("seal") or str(Path(sys.executable).parent / "seal")
+    out = subprocess.run([script, "--help"], capture_output=True, text=True, env=ENV, timeout=60)
+    assert out.returncode == 0
+    for command in ("envs", "show", "play", "eval", "report"):
+        assert command in out.stdout
+
+
+# -- envs ------------------------------------------------------------------------------------
+def test_envs_table_and_json_without_torch():
+    code = ("import sys; from seal_trl.cli import main; main(['envs']); print('@@'); main(['envs', '--json']); "
+            "print('@@', sorted(m for m in ('torch', 'transformers', 'trl', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120)
+    assert out.returncode == 0, out.stderr
+    table, as_json, imported = out.stdout.split("@@")
+    assert imported.strip() == "[]"                              # `seal envs` never imports torch
+    for env_id in ("seal/ToolUse-v0", "seal/ToolUse-OOD-v0", "seal/ToolUse-Bank-v0"):
+        assert env_id in table
+    assert "400" in table and "200" in table
+    rows = {r["id"]: r for r in json.loads(as_json)}
+    mix = rows["seal/ToolUse-v0"]
+    assert mix["splits"] == {"train": 400, "test": 200, "ood": 200}
+    assert "bank" in mix["domains"] and mix["held_out_domains"] == ["smarthome"]
+    assert rows["seal/ToolUse-OOD-v0"]["default_split"] == "ood"
+    assert set(rows) == set(seal_envs.registered_ids())
+
+
+# -- show ------------------------------------------------------------------------------------
+def test_show_text_and_json():
+    task = seal_envs.task_from_id("bank/test/d2/100145")
+    out = seal("show", task.task_id)
+    assert out.returncode == 0, out.stderr
+    assert task.turns[0].message in out.stdout
+    for call in task.plan:
+        assert f"{call.name}({json.dumps(dict(call.arguments), ensure_ascii=False)})" in out.stdout
+    data = json.loads(seal("show", task.task_id, "--json").stdout)
+    assert data == task.to_dict()
+
+
+def test_show_unknown_id_is_an_error():
+    out = seal("show", "nope/test/d1/1")
+    assert out.returncode == 2 and "seal: error" in out.stderr and "Traceback" not in out.stderr
+
+
+# -- play ------------------------------------------------------------------------------------
+def _oracle_script(task):
+    agent = OracleAgent()
+    return [a for t in range(len(task.turns)) for a in actions_of(agent.plan_turn(task, t))]
+
+
+def test_play_with_piped_oracle_actions_passes():
+    task = seal_envs.task_from_id("bank/test/d2/100145")
+    script = "\n".join([":help", ":tools", *_oracle_script(task)]) + "\n"
+    out = seal("play", "seal/ToolUse-v0", "--task-id", task.task_id, stdin=script)
+    assert out.returncode == 0, out.stderr
+    assert task.turns[0].message in out.stdout
+    assert "verify_identity(" in out.stdout                     # :tools listed the tools
+    assert "verdict: PASS" in out.stdout and "reward: 1" in out.stdout
+    table = out.stdout.split("turn labels")[1]
+    assert table.count(" ok ") == len(_oracle_script(task)) and "premature_end" not in table
+
+
+def test_play_wrong_answer_fails_with_labels():
+    out = seal("play", "seal/ToolUse-v0", "--seed", "3", "--split", "test", stdin="I cannot help.\n")
+    assert out.returncode == 0, out.stderr
+    assert "verdict: FAIL" in out.stdout and "premature_end" in out.stdout
+
+
+def test_play_multiline_action_and_early_eof():
+    task = seal_envs.task_from_id("bank/test/d2/100145")
+    call = task.turns[0].plan[0]
+    text = json.dumps({"name": call.name, "arguments": dict(call.arguments)})
+    half = len(text) // 2
+    out = seal("play", "seal/ToolUse-v0", "--task-id", task.task_id, stdin=f"{text[:half]}\\\n{text[half:]}\n")
+    assert out.returncode == 1                                   # input ended before the episode did
+    assert "label: ok" in out.stdout and "input ended" in out.stdout
+
+
+# -- eval ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("split", ["train", "test", "ood"])
+def test_eval_oracle_is_perfect_on_every_split(split, tmp_path):
+    out = seal("eval", "seal/ToolUse-v0", "--agent", "oracle", "--split", split, "--k", 2, "--limit", 5,
+               "--out", tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "| success rate | 1.0000 |" in out.stdout and "| pass^2 | 1.0000 |" in out.stdout
+    assert "## Per domain" in out.stdout and "## Per label" in out.stdout
+    data = json.loads((tmp_path / "eval.json").read_text())
+    assert data["summary"]["success_rate"] == 1.0 and data["summary"]["pass^2"] == 1.0
+    assert data["summary"]["tasks"] == 5 and len(data["episodes"]) == 10
+    assert (tmp_path / "eval.md").read_text() == out.stdout
+
+
+def test_eval_json_output_and_bad_agent():
+    out = seal("eval", "seal/ToolUse-Bank-v0", "--agent", "random", "--k", 1, "--limit", 2, "--json", "--quiet")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["episodes"] == 2 and 0.0 <= summary["success_rate"] <= 1.0 and "per_label" in summary
+    bad = seal("eval", "seal/ToolUse-v0", "--agent", "gpt-4", "--limit", 1)
+    assert bad.returncode == 2 and "unknown agent" in bad.stderr
+    bad = seal("eval", "seal/ToolUse-v0", "--agent", "oracle", "--k", 3, "--n", 2, "--limit", 1)
+    assert bad.returncode == 2 and "k <= n" in bad.stderr
+
+
+# -- eval against an OpenAI-compatible server (a real socket on 127.0.0.1) --------------------
+class ChatServer:
+    """Speaks chat-completions and replays a scripted list of assistant messages."""
+
+    def __init__(self, responses, status=200):
+        self.responses, self.requests, self.status = list(responses), [], status
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                owner.requests.append({"path": self.path, "body": body,
+                                       "auth": self.headers.get("Authorization")})
+                if owner.status != 200:
+                    payload = {"error": {"message": "scripted failure"}}
+                else:
+                    message = owner.responses.pop(0) if owner.responses else {"role": "assistant", "content": "Done."}
+                    payload = {"id": f"chatcmpl-{len(owner.requests)}", "object": "chat.completion",
+                               "model": body["model"],
+                               "choices": [{"index": 0, "message": message,
+                                            "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}]}
+                data = json.dumps(payload).encode()
+                self.send_response(owner.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def oracle_messages(task):
+    """The oracle's actions as OpenAI assistant messages (calls as tool_calls)."""
+    out = []
+    for t in range(len(task.turns)):
+        for i, a in enumerate(OracleAgent().plan_turn(task, t)):
+            if isinstance(a, ToolCall):
+                out.append({"role": "assistant", "content": None, "tool_calls": [
+                    {"id": f"call_{t}_{i}", "type": "function",
+                     "function": {"name": a.name, "arguments": json.dumps(dict(a.arguments))}}]})
+            else:
+                out.append({"role": "assistant", "content": a})
+    return out
+
+
+def test_eval_openai_agent_against_a_local_server(tmp_path):
+    import gymnasium as gym
+
+    env = gym.make("seal/ToolUse-v0", split="test")
+    task = env.unwrapped.task_set[0]
+    script = oracle_messages(task)
+    with ChatServer(script) as server:
+        out = seal("eval", "seal/ToolUse-v0", "--agent", f"openai:{server.url}#test-model", "--split", "test",
+                   "--k", 1, "--limit", 1, "--seed", 7, "--temperature", 0.5, "--out", tmp_path)
+    assert out.returncode == 0, out.stderr
+    data = json.loads((tmp_path / "eval.json").read_text())
+    assert data["summary"]["success_rate"] == 1.0 and data["episodes"][0]["task_id"] == task.task_id
+    assert len(server.requests) == len(script)
+    first, last = server.requests[0], server.requests[-1]
+    assert first["path"] == "/v1/chat/completions"
+    assert first["body"]["model"] == "test-model" and first["body"]["seed"] == 7
+    assert first["body"]["temperature"] == 0.5
+    assert [m["role"] for m in first["body"]["messages"]] == ["system", "user"]
+    assert {t["function"]["name"] for t in first["body"]["tools"]} >= {c.name for c in task.plan}
+    assert any(m["role"] == "tool" for m in last["body"]["messages"]) or not task.plan
+
+
+def test_eval_openai_server_error_is_reported():
+    with ChatServer([], status=400) as server:
+        out = seal("eval", "seal/ToolUse-v0", "--agent", f"openai:{server.url}#m", "--limit", 1, "--quiet")
+    assert out.returncode == 2 and "HTTP 400" in out.stderr and "scripted failure" in out.stderr
+
+
+def test_openai_agent_in_process_sends_key_and_parses_tool_calls():
+    import gymnasium as gym
+
+    from seal_envs.agents import run_episode
+    from seal_envs.openai_agent import OpenAIChatAgent, parse_openai_spec
+
+    assert parse_openai_spec("openai:http://h:1/v1#org/model-7b") == ("http://h:1/v1", "org/model-7b")
+    env = gym.make("seal/ToolUse-v0", split="test")
+    task = env.unwrapped.task_set[1]
+    with ChatServer(oracle_messages(task)) as server:
+        agent = OpenAIChatAgent(server.url + "/", "m", api_key="sk-test", seed=1)
+        reward, info, actions = run_episode(env, agent, options={"index": 1})
+    assert reward == 1.0 and {lb["label"] for lb in info["turn_labels"]} == {"ok"}
+    assert server.requests[0]["auth"] == "Bearer sk-test"
+    assert isinstance(actions[0], dict) and actions[0]["role"] == "assistant"
+
+
+# -- report ----------------------------------------------------------------------------------
+def test_report_command(tmp_path):
+    from seal_envs.report import RunWriter
+
+    w = RunWriter(tmp_path / "run")
+    for step in range(3):
+        w.log(step, {"success_rate": step / 2, "reward": step / 2, "labels/ok": 0.5 + step / 4,
+                     "labels/format_error": 0.5 - step / 4, "surface_version": step})
+    w.log_patches(1, [{"channel": "recovery", "scope": "format_error", "level": 1, "reason": "r"}], update=1)
+    out = seal("report", tmp_path / "run")
+    assert out.returncode == 0, out.stderr
+    assert "# Training run `run`" in out.stdout and "| success_rate | 0.0000 | 1.0000 |" in out.stdout
+    report = tmp_path / "run" / "report"
+    for name in ("report.md", "series.json", "success.png", "labels.png", "surface.png"):
+        assert (report / name).is_file(), name
+    series = json.loads((report / "series.json").read_text())
+    assert series["success"]["success_rate"] == [0.0, 0.5, 1.0]
+    assert series["surface"]["scopes"]["recovery/format_error"] == {"x": [0, 1, 2], "level": [0, 1, 1]}
+    missing = seal("report", tmp_path / "nothing")
+    assert missing.returncode == 2 and "metrics.jsonl" in missing.stderr
