@@ -12,11 +12,21 @@ from typing import Any
 
 __all__ = [
     "OFFICIAL_TAG_WEIGHTS",
+    "CoEvolution",
     "EMATagWeights",
+    "EpisodeResult",
+    "Generation",
+    "MultiTurnRollout",
+    "SEALConfig",
+    "SEALGRPOTrainer",
+    "TokenWeigher",
     "budget_normalize",
     "build_tiny_model",
     "build_tiny_tokenizer",
+    "env_reward",
     "load_model_and_tokenizer",
+    "make_dataset",
+    "make_rollout_func",
     "renormalize_mean_one",
     "token_weights",
     "trajectory_scale",
@@ -25,6 +35,16 @@ __all__ = [
 
 # public name -> submodule that defines it
 _LAZY: dict[str, str] = {
+    "SEALConfig": "config",
+    "SEALGRPOTrainer": "trainer",
+    "MultiTurnRollout": "rollout",
+    "EpisodeResult": "rollout",
+    "Generation": "rollout",
+    "make_dataset": "data",
+    "make_rollout_func": "data",
+    "env_reward": "data",
+    "TokenWeigher": "reweight",
+    "CoEvolution": "coevolution",
     "build_tiny_model": "tiny",
     "build_tiny_tokenizer": "tiny",
     "load_model_and_tokenizer": "tiny",

@@ -306,6 +306,14 @@ def _positive(text: str) -> int:
     return value
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    from seal_trl.train import run
+
+    out = run(args)
+    print(f"run folder: {out}  (seal report {out})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seal", description="SEAL-Gym: tool-use environments that co-evolve "
                                      "with the agent. See docs/cli.md.")
@@ -353,6 +361,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of Markdown")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("train", help="a SEAL co-evolution run (default: tiny offline model on CPU)")
+    from seal_trl.train import add_arguments
+
+    add_arguments(p)
+    p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("report", help="plots and a Markdown summary of a training run folder")
     p.add_argument("run_dir", help="a run folder with metrics.jsonl (see docs/cli.md)")

@@ -1,0 +1,110 @@
+"""Token ids of a conversation and of what the environment appends to it, through a chat template.
+
+A multi-turn rollout keeps *one* token sequence per episode: the prompt, then for every turn the
+tokens the model generated and the tokens of the environment's reply (tool results, feedback, the
+next user message, the next assistant header). The model's own tokens are kept as generated (they
+are what the loss trains); only the environment's part is rendered by the template.
+
+How the environment's part is found (:meth:`ChatRenderer.delta_ids`): render the conversation up
+to and including the assistant message as the env recorded it (``base``) and the whole
+conversation with the generation prompt (``full``), then take the ids after ``base``:
+
+(``base`` ends at the assistant's end-of-turn token: what follows it, e.g. Qwen's newline, is
+never generated, so it belongs to the environment's part)
+
+1. token level: ``ids(full)`` starts with ``ids(base)`` (true for prefix-stable templates such as
+   the tiny one) -> the rest of ``ids(full)``;
+2. text level: ``text(full)`` starts with ``text(base)`` -> tokenize the text suffix alone;
+3. otherwise (templates that rewrite earlier turns, e.g. drop reasoning): render the delta
+   messages after a dummy user message and a content-free assistant message, as TRL does for
+   tool suffixes.
+
+Tools are rendered with the list the episode started with (so the prompt stays a prefix); when
+the env's tool list changes mid-episode, :func:`tools_note` adds a system message that shows the
+new list.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["ChatRenderer", "tools_note"]
+
+Message = Mapping[str, Any]
+
+
+def tools_note(tools: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """A system message announcing the tool list (used when it changes during an episode)."""
+    lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
+    return {"role": "system", "content": f"The available tools changed. Tools now:\n{lines}"}
+
+
+class ChatRenderer:
+    """Render messages with ``tokenizer``'s chat template and tokenize them without extra specials.
+
+    ``end_tokens`` are the texts of the tokens that end an assistant turn (EOS). Where a template
+    puts only whitespace after one (Qwen: ``<|im_end|>\n``), the environment's part starts right
+    after it, because generation stops at that token and the whitespace was never generated.
+    """
+
+    def __init__(self, tokenizer: Any, chat_template_kwargs: Mapping[str, Any] | None = None,
+                 end_tokens: Sequence[str] = ()) -> None:
+        self.tokenizer = tokenizer
+        self.kwargs = dict(chat_template_kwargs or {})
+        eos = getattr(tokenizer, "eos_token", None)
+        self.end_tokens = tuple(t for t in (*end_tokens, *([eos] if isinstance(eos, str) else [])) if t)
+        self.fallbacks = {"token": 0, "text": 0, "messages": 0}  # which path computed each delta
+
+    def text(self, messages: Sequence[Message], tools: Sequence[Message] | None, generation_prompt: bool) -> str:
+        return self.tokenizer.apply_chat_template(
+            list(messages), tools=list(tools) if tools else None, tokenize=False,
+            add_generation_prompt=generation_prompt, **self.kwargs,
+        )
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def prompt_ids(self, messages: Sequence[Message], tools: Sequence[Message] | None) -> list[int]:
+        """Ids of the conversation so far followed by the assistant generation prompt."""
+        return self.encode(self.text(messages, tools, generation_prompt=True))
+
+    def _turn_end(self, base_text: str) -> str:
+        """``base_text`` cut right after the assistant's end token when only whitespace follows it."""
+        for token in self.end_tokens:
+            at = base_text.rfind(token)
+            if at >= 0 and not base_text[at + len(token):].strip():
+                return base_text[: at + len(token)]
+        return base_text
+
+    def delta_ids(self, history: Sequence[Message], assistant: Message, new: Sequence[Message],
+                  tools: Sequence[Message] | None) -> list[int]:
+        """Ids the template places after ``assistant``'s end token for ``new`` messages plus the generation prompt."""
+        base_text = self._turn_end(self.text([*history, assistant], tools, generation_prompt=False))
+        full_text = self.text([*history, assistant, *new], tools, generation_prompt=True)
+        base, full = self.encode(base_text), self.encode(full_text)
+        if full[: len(base)] == base:
+            self.fallbacks["token"] += 1
+            return full[len(base):]
+        if full_text.startswith(base_text):
+            self.fallbacks["text"] += 1
+            return self.encode(full_text[len(base_text):])
+        self.fallbacks["messages"] += 1
+        return self._isolated_delta(assistant, new, tools)
+
+    def _isolated_delta(self, assistant: Message, new: Sequence[Message], tools: Sequence[Message] | None) -> list[int]:
+        # Like TRL's tool-suffix rendering: an assistant without content (its calls kept, since some templates
+        # render tool results by the call that produced them) so content rewriting cannot differ.
+        stub = {"role": "assistant", "content": ""}
+        if assistant.get("tool_calls"):
+            stub["tool_calls"] = assistant["tool_calls"]
+        dummy = [{"role": "user", "content": "dummy"}, stub]
+        base_text = self._turn_end(self.text(dummy, tools, generation_prompt=False))
+        full_text = self.text([*dummy, *new], tools, generation_prompt=True)
+        if not full_text.startswith(base_text):
+            raise ValueError(
+                "the chat template renders an assistant message differently when messages follow it, so the "
+                "environment's reply cannot be tokenized as a suffix; use a prefix-stable template"
+            )
+        return self.encode(full_text[len(base_text):])

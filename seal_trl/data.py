@@ -1,0 +1,174 @@
+"""The stock-TRL path: a dataset of SEAL tasks and a ``rollout_func`` for an unmodified ``GRPOTrainer``.
+
+``make_dataset(env_id, split)`` gives one row per task of the split: a conversational ``prompt``
+(the messages ``env.reset`` shows first) and the columns ``seed``, ``env_id``, ``task_id``,
+``task_index``, ``split``. TRL hands a ``rollout_func`` only the ``prompt`` column, so the first
+prompt message also carries the row's task under the key ``"seal"`` (chat templates ignore
+unknown keys); :func:`task_of_prompt` reads it back.
+
+``make_rollout_func(env_id, ...)`` returns ``rollout_func(prompts, trainer)`` with TRL's contract:
+it plays every prompt's task in a batched multi-turn rollout and returns ``prompt_ids``,
+``completion_ids``, ``logprobs``, ``env_mask`` and extra per-row keys that reach reward functions:
+``env_reward`` (read it with :func:`env_reward`), ``seal_turn_index``, ``seal_turn_labels``,
+``seal_passed``, ``seal_num_turns``, ``seal_task_id``.
+
+Episodes of one GRPO group play the same task because every copy of a row carries the same
+``seed`` and ``task_id``. With ``curriculum=True`` only the seed is passed and the env samples the
+task by its curriculum weights (deterministic in the seed, so a group still shares one task).
+
+Why there is no ``environment_factory`` adapter: TRL's ``environment_factory`` exposes an
+object's methods as Python tools to TRL's own tool loop, which (1) ends the rollout as soon as the
+model answers in text, so the scripted later user turns of a SEAL task (and the reply to a
+clarifying question) can never be played; (2) never shows the final answer to the environment
+(``get_reward()`` takes no argument), so the verifier's response checks cannot run and rewards
+would be wrong for every task whose user asks for information; (3) parses calls with the
+tokenizer's response template, so malformed calls never reach the env and get no
+``format_error`` label, and the turn labels never reach the loss; (4) builds tool schemas once
+from signatures, so the evolving surface (hints in schemas, recovery feedback) cannot show. A
+SEAL task would be played with changed semantics, which the project rules out. ``rollout_func``
+has none of these limits and works with an unmodified ``GRPOTrainer``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .rollout import EpisodeResult, GenerateFn, MultiTurnRollout
+
+__all__ = ["EnvPool", "META_KEY", "env_reward", "make_dataset", "make_rollout_func", "reset_args",
+           "rollout_output", "task_of_prompt"]
+
+META_KEY = "seal"
+
+
+def _make_env(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> Any:
+    import gymnasium as gym
+
+    import seal_envs  # noqa: F401  (registers the ids)
+
+    return gym.make(env_id, **dict(env_kwargs or {}))
+
+
+def make_dataset(env_id: str = "seal/ToolUse-v0", split: str = "train", *, num_rows: int | None = None,
+                 env_kwargs: Mapping[str, Any] | None = None) -> Any:
+    """An HF ``datasets.Dataset``: one conversational prompt per task of ``split`` (first ``num_rows``)."""
+    from datasets import Dataset
+
+    env = _make_env(env_id, {"split": split, **dict(env_kwargs or {})})
+    task_set = env.unwrapped.task_set
+    count = len(task_set) if num_rows is None else min(int(num_rows), len(task_set))
+    rows = []
+    for index in range(count):
+        seed = task_set.slot(index).seed if hasattr(task_set, "slot") else index
+        _, info = env.reset(seed=seed, options={"index": index})
+        meta = {"seed": int(seed), "task_id": info["task_id"], "env_id": env_id}
+        first, *rest = info["messages"]
+        prompt = [{"role": first["role"], "content": first["content"], META_KEY: meta},
+                  *({"role": m["role"], "content": m["content"]} for m in rest)]
+        rows.append({"prompt": prompt, "seed": int(seed), "env_id": env_id, "task_id": info["task_id"],
+                     "task_index": index, "split": split})
+    env.close()
+    return Dataset.from_list(rows)
+
+
+def task_of_prompt(prompt: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The row metadata (``seed``, ``task_id``, ``env_id``) carried by a prompt from :func:`make_dataset`."""
+    meta = prompt[0].get(META_KEY) if prompt and isinstance(prompt[0], Mapping) else None
+    if not meta:
+        raise ValueError("this prompt carries no SEAL task (its first message has no 'seal' key); "
+                         "build the dataset with seal_trl.make_dataset")
+    return dict(meta)
+
+
+def reset_args(row: Mapping[str, Any], curriculum: bool = False) -> tuple[int | None, dict[str, Any] | None]:
+    """``(seed, options)`` for ``env.reset`` from a dataset row (or prompt metadata)."""
+    seed = row.get("seed")
+    if curriculum or not row.get("task_id"):
+        return seed, None
+    return seed, {"task_id": row["task_id"]}
+
+
+def env_reward(prompts: Any = None, completions: Any = None, env_reward: Sequence[float] | None = None,
+               **kwargs: Any) -> list[float]:
+    """Reward function for TRL: the environment's reward that the rollout returned per row."""
+    if env_reward is None:
+        raise ValueError("no 'env_reward' key reached the reward function; use a SEAL rollout_func")
+    return [float(r) for r in env_reward]
+
+
+class EnvPool:
+    """Environments reused across rollouts: ``get(n)`` returns the first ``n``, creating more if needed."""
+
+    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None = None,
+                 factory: Callable[[], Any] | None = None) -> None:
+        self.env_id = env_id
+        self.env_kwargs = dict(env_kwargs or {})
+        self.factory = factory or (lambda: _make_env(self.env_id, self.env_kwargs))
+        self.envs: list[Any] = []
+        self.on_create: list[Callable[[Any], None]] = []  # e.g. set the current surface
+
+    def get(self, n: int) -> list[Any]:
+        while len(self.envs) < n:
+            env = self.factory()
+            for hook in self.on_create:
+                hook(env)
+            self.envs.append(env)
+        return self.envs[:n]
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+        self.envs = []
+
+
+def rollout_output(results: Sequence[EpisodeResult]) -> dict[str, Any]:
+    """TRL's ``rollout_func`` dict for finished episodes (one per prompt, in order)."""
+    with_logprobs = bool(results) and results[0].logprobs is not None
+    return {
+        "prompt_ids": [r.prompt_ids for r in results],
+        "completion_ids": [r.completion_ids for r in results],
+        "logprobs": [r.logprobs for r in results] if with_logprobs else None,
+        "env_mask": [r.env_mask for r in results],
+        "env_reward": [r.reward for r in results],
+        "seal_turn_index": [r.turn_index for r in results],
+        "seal_turn_labels": [r.turn_labels for r in results],
+        "seal_passed": [r.passed for r in results],
+        "seal_num_turns": [r.num_turns for r in results],
+        "seal_task_id": [r.info.get("task_id") for r in results],
+    }
+
+
+def make_rollout_func(env_id: str = "seal/ToolUse-v0", *, env_kwargs: Mapping[str, Any] | None = None,
+                      max_turns: int = 8, max_new_tokens: int = 128, max_completion_length: int | None = None,
+                      curriculum: bool = False, generate_fn: GenerateFn | None = None,
+                      on_results: Callable[[list[EpisodeResult]], None] | None = None):
+    """A ``rollout_func(prompts, trainer)`` for an unmodified ``GRPOTrainer`` (use ``env_reward``).
+
+    ``max_completion_length`` defaults to ``trainer.args.max_completion_length`` and bounds the whole
+    episode; the env's ``max_steps`` defaults to ``max_turns``. ``generate_fn`` replaces the
+    trainer's policy sampling (tests, external servers); ``on_results`` receives the finished
+    episodes of every call (e.g. to feed an evolver).
+    """
+    pool = EnvPool(env_id, {"max_steps": max_turns, **dict(env_kwargs or {})})
+    state: dict[str, Any] = {}
+
+    def rollout_func(prompts: list[list[dict[str, Any]]], trainer: Any) -> dict[str, Any]:
+        if "rollout" not in state:
+            from .generation import sync_active_fn, trainer_generate_fn
+
+            budget = max_completion_length if max_completion_length is not None else trainer.args.max_completion_length
+            state["rollout"] = MultiTurnRollout(
+                trainer.processing_class, generate_fn or trainer_generate_fn(trainer), max_turns=max_turns,
+                max_new_tokens=max_new_tokens, max_completion_length=budget,
+                chat_template_kwargs=getattr(trainer, "chat_template_kwargs", None),
+                sync_active=sync_active_fn(trainer), eos_token_ids=getattr(trainer, "eos_token_ids", None))
+        resets = [reset_args(task_of_prompt(p), curriculum) for p in prompts]
+        results = state["rollout"].run(pool.get(len(prompts)), [s for s, _ in resets], [o for _, o in resets])
+        if on_results is not None:
+            on_results(results)
+        return rollout_output(results)
+
+    rollout_func.pool = pool  # type: ignore[attr-defined]
+    rollout_func.state = state  # type: ignore[attr-defined]
+    return rollout_func

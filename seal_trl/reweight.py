@@ -1,0 +1,131 @@
+"""From an episode's turn labels to per-token advantage weights ``[B, T]`` (uses :mod:`seal_trl.weighting`).
+
+``TokenWeigher.weights(turn_index, turn_labels, advantages)`` implements the three modes of
+:class:`~seal_trl.config.SEALConfig`:
+
+* ``none``: 1 on every model token;
+* ``trajectory``: one scale per episode, ``clamp(mean tag weight over its turns)`` (official A-Patch);
+* ``turn``: each turn's tokens get ``clamp(weight of that turn's tag)``; optionally renormalized to
+  mean 1 per episode.
+
+``apply_to`` leaves weight 1 on episodes whose advantage has the other sign; ``budget_normalize``
+then rescales so the weights of all model tokens of the generation batch (every process) sum to
+their count. Environment tokens (``turn_index == -1``) and padding always weigh 0.
+
+A turn's tag is its primary label (``tag_source="label"``) or the official SEAL tag of that
+label (``"official"``, the default, which the official tag-weight table is keyed by).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .weighting import (
+    OFFICIAL_TAG_WEIGHTS,
+    EMATagWeights,
+    budget_normalize,
+    renormalize_mean_one,
+    token_weights,
+    trajectory_scale,
+    turn_weights,
+)
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["TokenWeigher", "turn_tag"]
+
+
+def turn_tag(label: Mapping[str, Any] | None, tag_source: str = "official") -> str | None:
+    """The tag of one turn label dict (``info["turn_labels"][k]``), or ``None`` for a missing label."""
+    if label is None:
+        return None
+    if tag_source == "label":
+        return str(label["label"])
+    from seal_envs.core.diagnosis import official_tag
+    from seal_envs.core.types import TurnLabel
+
+    return official_tag(TurnLabel.from_dict(label))
+
+
+class TokenWeigher:
+    """Per-token weights for one generation batch; holds the (optional) dynamic EMA tag weights."""
+
+    def __init__(self, mode: str = "trajectory", tag_weights: Mapping[str, float] | None = None, *,
+                 tag_source: str = "official", min_scale: float = 0.5, max_scale: float = 2.0,
+                 apply_to: str = "all", renormalize: bool = False, ema: EMATagWeights | None = None,
+                 budget_normalize: bool = False) -> None:
+        self.mode = mode
+        self.static_weights = dict(OFFICIAL_TAG_WEIGHTS if tag_weights is None else tag_weights)
+        self.tag_source = tag_source
+        self.min_scale, self.max_scale = min_scale, max_scale
+        self.apply_to = apply_to
+        self.renormalize = renormalize
+        self.ema = ema
+        self.budget = budget_normalize
+
+    @classmethod
+    def from_config(cls, args: Any) -> TokenWeigher:
+        ema = None
+        if args.ema_tag_weights:
+            ema = EMATagWeights(base=args.tag_weights or OFFICIAL_TAG_WEIGHTS, alpha=args.ema_alpha,
+                                strength=args.ema_strength, min_scale=args.min_scale, max_scale=args.max_scale)
+        return cls(args.weighting, args.tag_weights, tag_source=args.tag_source, min_scale=args.min_scale,
+                   max_scale=args.max_scale, apply_to=args.apply_to, renormalize=args.renormalize, ema=ema,
+                   budget_normalize=args.budget_normalize)
+
+    @property
+    def tag_weights(self) -> Mapping[str, float]:
+        return self.ema if self.ema is not None else self.static_weights
+
+    def tags(self, labels: Sequence[Mapping[str, Any] | None]) -> list[str | None]:
+        return [turn_tag(label, self.tag_source) for label in labels]
+
+    def tag_counts(self, batch_labels: Sequence[Sequence[Mapping[str, Any] | None]]) -> Counter:
+        return Counter(t for labels in batch_labels for t in self.tags(labels) if t is not None)
+
+    def observe(self, counts: Mapping[str, float]) -> None:
+        """Move the EMA weights with one batch's tag counts (summed over processes); no-op without EMA."""
+        if self.ema is not None:
+            kept = {t: c for t, c in counts.items() if t not in self.ema.ignored_tags}
+            self.ema.update_counts(kept, sum(kept.values()))
+
+    def turn_weights(self, labels: Sequence[Mapping[str, Any] | None], advantage: float) -> list[float]:
+        """One weight per turn of an episode."""
+        tags = self.tags(labels)
+        kw = {"min_scale": self.min_scale, "max_scale": self.max_scale}
+        if self.mode == "none":
+            return [1.0] * len(tags)
+        if self.mode == "turn":
+            return turn_weights(tags, advantage, self.tag_weights, self.apply_to, **kw)
+        applies = self.apply_to == "all" or (self.apply_to == "negative" and advantage < 0) or (
+            self.apply_to == "positive" and advantage > 0)
+        scale = trajectory_scale([t for t in tags if t is not None], self.tag_weights, **kw) if applies else 1.0
+        return [scale] * len(tags)
+
+    def weights(self, turn_index: torch.Tensor, batch_labels: Sequence[Sequence[Mapping[str, Any] | None]],
+                advantages: torch.Tensor, reduce_fn: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                ) -> torch.Tensor:
+        """``[B, T]`` weights: ``turn_index[b, t]`` is the turn of token ``t`` (-1: env token or padding)."""
+        per_turn = []
+        for b, labels in enumerate(batch_labels):
+            needed = int(turn_index[b].max()) + 1 if turn_index.size(1) else 0
+            padded = list(labels) + [None] * max(0, needed - len(labels))  # a turn without a label weighs 1
+            per_turn.append(self.turn_weights(padded, float(advantages[b])))
+        weights = token_weights(turn_index, per_turn).to(advantages.device)
+        model_tokens = turn_index.to(weights.device) >= 0
+        if self.renormalize:
+            weights = renormalize_mean_one(weights, model_tokens)
+        if self.budget:
+            weights = budget_normalize(weights, model_tokens, reduce_fn)
+        return weights
+
+    # -- checkpointing --------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {"ema": None if self.ema is None else self.ema.state_dict()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if self.ema is not None and state.get("ema") is not None:
+            self.ema.load_state_dict(state["ema"])

@@ -1,0 +1,283 @@
+"""Batched multi-turn rollouts: every episode of a batch advances together, one ``generate`` per turn.
+
+``MultiTurnRollout.run(envs, seeds)`` resets each env with its seed, renders the first messages
+through the chat template (with ``tools=info["tools"]``), then per turn makes **one** batched
+generate call for all episodes still running, steps every env with its decoded text and appends
+the environment's reply (see :mod:`seal_trl.chat`). Per episode it returns what TRL's
+``rollout_func`` contract needs:
+
+* ``prompt_ids``; ``completion_ids`` = the model's tokens and the env's tokens of every turn;
+* ``env_mask`` (1 = model token, trained; 0 = env token, masked out of the loss);
+* ``turn_index`` per completion token: the index of the action (and so of
+  ``info["turn_labels"]``) that generated it, ``-1`` on env tokens;
+* ``logprobs`` of model tokens when the generator gives them (vLLM), 0.0 on env tokens;
+* the final ``info`` (``verification``, ``turn_labels``) and the reward.
+
+Budgets: ``max_new_tokens`` per turn and ``max_completion_length`` for the whole completion.
+When the budget runs out before the env is done, the episode is ended through
+:func:`end_episode`, which runs the env's verifier and diagnoser as its own step-budget
+truncation does, so a diagnosis always exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .chat import ChatRenderer, tools_note
+
+__all__ = ["EpisodeResult", "Generation", "GenerateFn", "MultiTurnRollout", "end_episode", "hf_generate_fn"]
+
+
+@dataclass
+class Generation:
+    """What a generate function returns: new token ids per prompt (and their logprobs, if known)."""
+
+    ids: list[list[int]]
+    logprobs: list[list[float]] | None = None
+
+
+#: ``generate(prompt_ids, max_new_tokens) -> Generation`` (a plain list of id lists is accepted too).
+GenerateFn = Callable[[list[list[int]], int], "Generation | list[list[int]]"]
+
+
+@dataclass
+class EpisodeResult:
+    prompt_ids: list[int]
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)
+    turn_index: list[int] = field(default_factory=list)
+    logprobs: list[float] | None = field(default_factory=list)  # None: the generator gave none
+    reward: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict)
+    num_turns: int = 0
+    budget_truncated: bool = False
+
+    @property
+    def turn_labels(self) -> list[dict[str, Any]]:
+        return list(self.info.get("turn_labels", []))
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.info.get("verification", {}).get("passed", False))
+
+
+def end_episode(env: Any) -> tuple[float, dict[str, Any]]:
+    """End a running episode now (the token budget ran out) and return ``(reward, final info)``.
+
+    Uses the env's public ``force_end()`` when it has one. Otherwise it mirrors what
+    ``ToolUseEnv.step`` does when its step budget truncates an episode: close the open user turn,
+    then run the verifier and the diagnoser with ``truncated=True``.
+    """
+    base = env.unwrapped
+    if hasattr(base, "force_end"):
+        return base.force_end()
+    if not all(hasattr(base, name) for name in ("_close_turn", "_finish", "_info")):
+        raise TypeError(f"cannot end an episode of {type(base).__name__} early: it has no force_end()")
+    base._close_turn()
+    base.done = True
+    reward, extra = base._finish(True)
+    return reward, base._info(None) | extra
+
+
+def hf_generate_fn(model: Any, tokenizer: Any, generation_config: Any = None) -> GenerateFn:
+    """A generate function for a plain ``transformers`` model (left padding, stop after EOS)."""
+    import copy
+
+    import torch
+
+    eos = _eos_ids(tokenizer, generation_config or model.generation_config)
+
+    def generate(prompts: list[list[int]], max_new_tokens: int) -> Generation:
+        config = copy.deepcopy(generation_config or model.generation_config)
+        config.max_new_tokens = max_new_tokens
+        ids, mask = left_pad(prompts, tokenizer.pad_token_id)
+        with torch.no_grad():
+            out = model.generate(input_ids=ids.to(model.device), attention_mask=mask.to(model.device),
+                                 generation_config=config)
+        return Generation([cut_at_eos(row, eos) for row in out[:, ids.size(1):].tolist()])
+
+    return generate
+
+
+def left_pad(prompts: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
+    import torch
+
+    width = max(len(p) for p in prompts)
+    ids = torch.tensor([[pad_id] * (width - len(p)) + list(p) for p in prompts], dtype=torch.long)
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], dtype=torch.long)
+    return ids, mask
+
+
+def cut_at_eos(row: Sequence[int], eos_ids: set[int]) -> list[int]:
+    for i, tok in enumerate(row):
+        if tok in eos_ids:
+            return list(row[: i + 1])
+    return list(row)
+
+
+def _eos_ids(tokenizer: Any, generation_config: Any = None) -> set[int]:
+    ids = {tokenizer.eos_token_id}
+    extra = getattr(generation_config, "eos_token_id", None)
+    ids.update(extra if isinstance(extra, (list, tuple)) else [extra])
+    return {i for i in ids if i is not None}
+
+
+@dataclass
+class _Episode:
+    env: Any
+    result: EpisodeResult
+    history: list[dict[str, Any]]  # messages as rendered into this episode's tokens
+    tools: list[dict[str, Any]]  # tool list rendered into the prompt
+    seen_tools: list[dict[str, Any]]  # last tool list shown (prompt or a tools note)
+    env_messages: int  # how many of the env's info["messages"] are already in `history`
+    done: bool = False
+
+
+class MultiTurnRollout:
+    """Play a batch of episodes in lockstep with one batched generate call per turn.
+
+    ``generate`` is a :data:`GenerateFn` or a ``transformers`` model (wrapped with
+    :func:`hf_generate_fn`). ``sync_active(local_active) -> bool``, when given, tells whether any
+    process still has a running episode; a process whose episodes are all done then keeps calling
+    ``generate`` with an empty list, which collective generators (vLLM server mode, FSDP,
+    ZeRO-3) need. ``eos_token_ids`` adds end-of-turn ids to the tokenizer's EOS.
+
+    ``generate_calls`` counts calls over the object's life; ``last_stats`` describes the last
+    :meth:`run`; ``current_envs`` lists the envs a running generate call serves, in prompt order
+    (for env-aware scripted policies).
+    """
+
+    def __init__(self, tokenizer: Any, generate: GenerateFn | Any, *, max_turns: int = 8,
+                 max_new_tokens: int = 128, max_completion_length: int | None = None,
+                 chat_template_kwargs: Mapping[str, Any] | None = None,
+                 sync_active: Callable[[bool], bool] | None = None,
+                 eos_token_ids: Sequence[int] | None = None) -> None:
+        if max_turns < 1 or max_new_tokens < 1:
+            raise ValueError(f"max_turns and max_new_tokens must be >= 1, got {max_turns} and {max_new_tokens}")
+        if max_completion_length is not None and max_completion_length < 1:
+            raise ValueError(f"max_completion_length must be >= 1 or None, got {max_completion_length}")
+        self.tokenizer = tokenizer
+        self.generate = generate if not hasattr(generate, "generate") else hf_generate_fn(generate, tokenizer)
+        self.max_turns = max_turns
+        self.max_new_tokens = max_new_tokens
+        self.max_completion_length = max_completion_length
+        self.sync_active = sync_active
+        self.eos_ids = set(eos_token_ids or ()) | _eos_ids(tokenizer, getattr(generate, "generation_config", None))
+        ends = [tokenizer.convert_ids_to_tokens(i) for i in sorted(self.eos_ids)] \
+            if hasattr(tokenizer, "convert_ids_to_tokens") else []
+        self.renderer = ChatRenderer(tokenizer, chat_template_kwargs, end_tokens=[e for e in ends if e])
+        self.generate_calls = 0
+        self.last_stats: dict[str, float] = {}
+        self.current_envs: list[Any] = []  # the envs the running generate call serves, in prompt order
+
+    # -- public ---------------------------------------------------------------------------
+    def run(self, envs: Sequence[Any], seeds: Sequence[int | None],
+            options: Sequence[Mapping[str, Any] | None] | None = None) -> list[EpisodeResult]:
+        """Reset ``envs[i]`` with ``seeds[i]`` (and ``options[i]``) and play all episodes to the end."""
+        if len(envs) != len(seeds) or (options is not None and len(options) != len(envs)):
+            raise ValueError(f"got {len(envs)} envs, {len(seeds)} seeds and "
+                             f"{'no' if options is None else len(options)} options")
+        episodes = [self._reset(env, seed, None if options is None else options[i])
+                    for i, (env, seed) in enumerate(zip(envs, seeds))]
+        calls, with_logprobs = 0, False
+        for _ in range(self.max_turns):
+            active = [e for e in episodes if not e.done]
+            if not (self.sync_active(bool(active)) if self.sync_active else active):
+                break
+            self.current_envs = [e.env for e in active]
+            gen = self._generate([e.result.prompt_ids + e.result.completion_ids for e in active])
+            calls += 1
+            with_logprobs = with_logprobs or gen.logprobs is not None
+            for i, episode in enumerate(active):
+                self._advance(episode, gen.ids[i], gen.logprobs[i] if gen.logprobs is not None else None)
+        for episode in episodes:
+            if not episode.done:  # turn cap reached before the env's own step budget
+                self._force_end(episode, budget=False)
+        self._record_stats(episodes, calls)
+        if not with_logprobs:
+            for episode in episodes:
+                episode.result.logprobs = None
+        return [e.result for e in episodes]
+
+    # -- steps ----------------------------------------------------------------------------
+    def _reset(self, env: Any, seed: int | None, options: Mapping[str, Any] | None) -> _Episode:
+        _, info = env.reset(seed=None if seed is None else int(seed), options=dict(options) if options else None)
+        messages, tools = list(info["messages"]), list(info.get("tools") or [])
+        result = EpisodeResult(prompt_ids=self.renderer.prompt_ids(messages, tools), info=info)
+        return _Episode(env, result, messages, tools, tools, len(messages))
+
+    def _generate(self, prompts: list[list[int]]) -> Generation:
+        self.generate_calls += 1
+        out = self.generate(prompts, self.max_new_tokens)
+        gen = out if isinstance(out, Generation) else Generation([list(x) for x in out])
+        if len(gen.ids) != len(prompts):
+            raise ValueError(f"generate returned {len(gen.ids)} sequences for {len(prompts)} prompts")
+        return gen
+
+    def _room(self, episode: _Episode) -> int | None:
+        if self.max_completion_length is None:
+            return None
+        return self.max_completion_length - len(episode.result.completion_ids)
+
+    def _advance(self, episode: _Episode, new_ids: list[int], logprobs: list[float] | None) -> None:
+        res = episode.result
+        room = self._room(episode)
+        ids = new_ids if room is None else new_ids[:room]
+        turn = res.num_turns
+        self._append(res, ids, model=True, turn=turn, logprobs=logprobs)
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        _, reward, terminated, truncated, info = episode.env.step(text)
+        res.num_turns += 1
+        res.reward, res.info = float(reward), info
+        closing = [] if ids and ids[-1] in self.eos_ids else [self.tokenizer.eos_token_id]
+        if terminated or truncated:
+            episode.done = True
+            room = self._room(episode)
+            if closing and (room is None or room >= len(closing)):
+                self._append(res, closing, model=False)
+            return
+        reply = closing + self._reply_ids(episode, info)
+        room = self._room(episode)
+        if room is not None and room < len(reply) + 1:  # no room for the reply and one more token
+            self._force_end(episode, budget=True)
+            return
+        self._append(res, reply, model=False)
+
+    def _reply_ids(self, episode: _Episode, info: Mapping[str, Any]) -> list[int]:
+        messages = info["messages"]
+        assistant, new = messages[episode.env_messages], list(messages[episode.env_messages + 1:])
+        tools = list(info.get("tools") or [])
+        if tools != episode.seen_tools:
+            new.insert(0, tools_note(tools))
+            episode.seen_tools = tools
+        ids = self.renderer.delta_ids(episode.history, assistant, new, episode.tools)
+        episode.history.extend([assistant, *new])
+        episode.env_messages = len(messages)
+        return ids
+
+    def _force_end(self, episode: _Episode, budget: bool) -> None:
+        reward, info = end_episode(episode.env)
+        episode.result.reward, episode.result.info = float(reward), info
+        episode.result.budget_truncated = budget
+        episode.done = True
+
+    @staticmethod
+    def _append(res: EpisodeResult, ids: Sequence[int], model: bool, turn: int = -1,
+                logprobs: Sequence[float] | None = None) -> None:
+        res.completion_ids.extend(ids)
+        res.env_mask.extend([int(model)] * len(ids))
+        res.turn_index.extend([turn if model else -1] * len(ids))
+        lps = list(logprobs[: len(ids)]) if (model and logprobs is not None) else []
+        res.logprobs.extend(lps + [0.0] * (len(ids) - len(lps)))
+
+    def _record_stats(self, episodes: Sequence[_Episode], calls: int) -> None:
+        n = max(len(episodes), 1)
+        self.last_stats = {
+            "generate_calls": float(calls),
+            "episodes": float(len(episodes)),
+            "turns_mean": sum(e.result.num_turns for e in episodes) / n,
+            "turns_max": float(max((e.result.num_turns for e in episodes), default=0)),
+            "budget_truncated": sum(e.result.budget_truncated for e in episodes) / n,
+        }

@@ -1,0 +1,220 @@
+"""``SEALGRPOTrainer``: TRL's GRPO with batched multi-turn env rollouts, per-token advantage
+weights from turn diagnoses, and the co-evolving environment surface.
+
+What it overrides and why (TRL 1.16, see ``NOTES_TRL.md``):
+
+* the rollout goes through TRL's ``rollout_func`` contract (``env_mask`` marks env tokens, which
+  stay attended to but are masked out of the loss). TRL passes a rollout only the ``prompt``
+  column, so ``_generate_and_score_completions`` stores the batch's rows first and the rollout
+  resets env ``i`` with row ``i``'s ``seed`` (and ``task_id``): a GRPO group plays one task;
+* ``_generate_and_score_completions`` multiplies TRL's advantages ``[B]`` by the token weights
+  ``[B, T]`` once per generation batch. TRL buffers that output and reuses it for
+  ``num_iterations`` passes and gradient-accumulation slices, so weights are never applied twice;
+* after each training generation batch the diagnoses update the evolver (counts gathered from
+  every process) and the same patches reach every rank's envs;
+* ``_save_checkpoint`` / ``_load_optimizer_and_scheduler`` save and restore ``seal_state.json``
+  (evolver, surface, dynamic tag weights) with every checkpoint.
+
+Extra keys in the batch dict: ``seal_token_weights`` ``[B, T]`` and ``seal_base_advantages`` ``[B]``
+(shuffled and split with the rest; read by logging and tests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections import Counter
+from typing import Any
+
+import torch
+from trl import GRPOTrainer
+
+from .coevolution import CoEvolution
+from .config import SEALConfig
+from .data import EnvPool, env_reward, make_dataset, reset_args, rollout_output, task_of_prompt
+from .generation import sync_active_fn, trainer_generate_fn
+from .reweight import TokenWeigher
+from .rollout import EpisodeResult, GenerateFn, MultiTurnRollout
+
+__all__ = ["SEALGRPOTrainer", "SEAL_STATE_FILE"]
+
+SEAL_STATE_FILE = "seal_state.json"
+
+
+class SEALGRPOTrainer(GRPOTrainer):
+    """GRPO on SEAL environments. Takes ``GRPOTrainer``'s arguments except ``tools``, ``rollout_func``
+    and ``environment_factory`` (the trainer owns the rollout).
+
+    ``train_dataset`` defaults to ``make_dataset(args.env_id, "train")``; ``reward_funcs`` to
+    :func:`~seal_trl.data.env_reward`. ``generate_fn`` replaces the policy's sampling (scripted
+    agents in tests, external inference servers); by default the trainer's own model (or vLLM)
+    samples with its generation settings.
+    """
+
+    def __init__(self, model: Any, reward_funcs: Any = None, args: SEALConfig | None = None,
+                 train_dataset: Any = None, eval_dataset: Any = None, processing_class: Any = None,
+                 reward_processing_classes: Any = None, callbacks: Any = None,
+                 optimizers: tuple[Any, Any] = (None, None), peft_config: Any = None, *,
+                 generate_fn: GenerateFn | None = None, **kwargs: Any) -> None:
+        if args is None or not isinstance(args, SEALConfig):
+            raise TypeError(f"args must be a SEALConfig, got {type(args).__name__}")
+        clash = sorted(k for k in ("tools", "rollout_func", "environment_factory") if kwargs.get(k) is not None)
+        if clash:
+            raise ValueError(f"SEALGRPOTrainer owns the rollout; do not pass {clash}")
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("tools", "rollout_func", "environment_factory")}
+        if train_dataset is None:
+            train_dataset = make_dataset(args.env_id, "train", env_kwargs=args.env_kwargs)
+        self.seal_weigher = TokenWeigher.from_config(args)
+        self.seal_coevolution = CoEvolution(args.evolver_kwargs(), evolve_surface=args.evolution,
+                                            curriculum=args.curriculum)
+        self.seal_pools = {"train": EnvPool(args.env_id, args.make_env_kwargs()),
+                           "eval": EnvPool(args.env_id, {**args.make_env_kwargs(), "evaluation": True})}
+        self._seal_generate_fn = generate_fn
+        self._seal_rollout: MultiTurnRollout | None = None
+        self._seal_rows: list[dict[str, Any]] | None = None
+        self._seal_results: list[EpisodeResult] = []
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
+            super().__init__(model=model, reward_funcs=reward_funcs or [env_reward], args=args,
+                             train_dataset=train_dataset, eval_dataset=eval_dataset,
+                             processing_class=processing_class, reward_processing_classes=reward_processing_classes,
+                             callbacks=callbacks, optimizers=optimizers, peft_config=peft_config,
+                             rollout_func=_seal_rollout_func, **kwargs)
+
+    # -- rollout ----------------------------------------------------------------------------
+    @property
+    def seal_rollout(self) -> MultiTurnRollout:
+        """The batched multi-turn rollout (built on first use; ``generate_calls`` counts its calls)."""
+        if self._seal_rollout is None:
+            self._seal_rollout = MultiTurnRollout(
+                self.processing_class, self._seal_generate_fn or trainer_generate_fn(self),
+                max_turns=self.args.max_turns, max_new_tokens=self.args.max_new_tokens_per_turn,
+                max_completion_length=self.args.max_completion_length,
+                chat_template_kwargs=self.chat_template_kwargs, sync_active=sync_active_fn(self),
+                eos_token_ids=self.eos_token_ids)
+        return self._seal_rollout
+
+    def seal_play(self, prompts: list[list[dict[str, Any]]]) -> dict[str, Any]:
+        """Play one generation batch (TRL's ``rollout_func`` body)."""
+        rows = self._seal_rows if self._seal_rows is not None and len(self._seal_rows) == len(prompts) else None
+        tasks = rows if rows is not None else [task_of_prompt(p) for p in prompts]
+        mode = "train" if self.model.training else "eval"
+        envs = self.seal_pools[mode].get(len(prompts))
+        self.seal_coevolution.apply(envs)
+        resets = [reset_args(row, self.args.curriculum and mode == "train") for row in tasks]
+        self._seal_results = self.seal_rollout.run(envs, [s for s, _ in resets], [o for _, o in resets])
+        return rollout_output(self._seal_results)
+
+    # -- scoring ----------------------------------------------------------------------------
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        self._seal_rows = inputs
+        try:
+            output = super()._generate_and_score_completions(inputs)
+        finally:
+            self._seal_rows = None
+        mode = "train" if self.model.training else "eval"
+        results = self._seal_results
+        stats = self._seal_gather({"tags": self.seal_weigher.tag_counts([r.turn_labels for r in results]),
+                                   "pending": CoEvolution.local_pending(r.info for r in results)
+                                   if mode == "train" and self.seal_coevolution.active else {}})
+        if mode == "train":
+            self.seal_weigher.observe(stats["tags"])
+        weights, index = self._seal_token_weights(results, output)
+        output["seal_base_advantages"] = output["advantages"].clone()
+        output["advantages"] = output["advantages"].unsqueeze(1) * weights
+        output["seal_token_weights"] = weights
+        self._seal_log(mode, results, weights, index)
+        if mode == "train" and self.seal_coevolution.active:
+            patches = self.seal_coevolution.step(stats["pending"])
+            self._metrics[mode]["seal/evolution_patches"].append(float(len(patches)))
+        return output
+
+    def _seal_token_weights(self, results: list[EpisodeResult],
+                            output: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``([B, T] weights, [B, T] turn index)``; weights are 0 on env tokens and padding."""
+        batch, width = output["completion_ids"].shape
+        index = torch.full((batch, width), -1, dtype=torch.long)
+        for b, result in enumerate(results):
+            row = torch.as_tensor(result.turn_index[:width], dtype=torch.long)
+            index[b, : row.numel()] = row
+        index = index.to(output["advantages"].device)
+        reduce_fn = (lambda t: self.accelerator.reduce(t, reduction="sum")) if self.seal_weigher.budget else None
+        weights = self.seal_weigher.weights(index, [r.turn_labels for r in results], output["advantages"], reduce_fn)
+        return weights * output["completion_mask"].to(weights.dtype), index
+
+    def _seal_gather(self, local: dict[str, Any]) -> dict[str, Any]:
+        """Sum per-key counters over processes (``gather_object`` keeps rank order)."""
+        if self.accelerator.num_processes == 1:
+            return {"tags": Counter(local["tags"]), "pending": [local["pending"]]}
+        from accelerate.utils import gather_object
+
+        gathered = gather_object([local])
+        tags: Counter = Counter()
+        for part in gathered:
+            tags.update(part["tags"])
+        return {"tags": tags, "pending": [part["pending"] for part in gathered]}
+
+    # -- logging ----------------------------------------------------------------------------
+    def _seal_log(self, mode: str, results: list[EpisodeResult], weights: torch.Tensor, index: torch.Tensor) -> None:
+        local = {"n": len(results), "passed": sum(r.passed for r in results),
+                 "progress": sum(float(r.info.get("verification", {}).get("progress", 0.0)) for r in results),
+                 "labels": Counter(), "w_sum": Counter(), "w_n": Counter()}
+        for b, r in enumerate(results):
+            for k, label in enumerate(r.turn_labels):
+                name = label["label"]
+                local["labels"][name] += 1
+                tokens = index[b] == k
+                if bool(tokens.any()):
+                    local["w_sum"][name] += float(weights[b][tokens].mean())
+                    local["w_n"][name] += 1
+        parts = [local]
+        if self.accelerator.num_processes > 1:
+            from accelerate.utils import gather_object
+
+            parts = gather_object([local])
+        total = {k: sum(p[k] for p in parts) for k in ("n", "passed", "progress")}
+        labels, w_sum, w_n = Counter(), Counter(), Counter()
+        for p in parts:
+            labels.update(p["labels"]), w_sum.update(p["w_sum"]), w_n.update(p["w_n"])
+        metrics = self._metrics[mode]
+        metrics["seal/success_rate"].append(total["passed"] / max(total["n"], 1))
+        metrics["seal/progress"].append(total["progress"] / max(total["n"], 1))
+        n_labels = max(sum(labels.values()), 1)
+        for name in sorted(labels):
+            metrics[f"seal/label_frac/{name}"].append(labels[name] / n_labels)
+            if w_n[name]:
+                metrics[f"seal/weight/{name}"].append(w_sum[name] / w_n[name])
+        for key, value in self.seal_rollout.last_stats.items():
+            metrics[f"seal/rollout/{key}"].append(float(value))
+        metrics["seal/surface_version"].append(float(self.seal_coevolution.surface.version))
+        metrics["seal/evolution_events"].append(float(len(self.seal_coevolution.evolver.events)))
+
+    # -- checkpointing ------------------------------------------------------------------------
+    def seal_state_dict(self) -> dict[str, Any]:
+        return {"format": 1, "coevolution": self.seal_coevolution.state_dict(),
+                "weigher": self.seal_weigher.state_dict()}
+
+    def load_seal_state_dict(self, state: dict[str, Any]) -> None:
+        self.seal_coevolution.load_state_dict(state["coevolution"])
+        self.seal_weigher.load_state_dict(state["weigher"])
+
+    def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        super()._save_checkpoint(model, trial)
+        if self.args.should_save:
+            from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+            folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+            with open(os.path.join(folder, SEAL_STATE_FILE), "w") as f:
+                json.dump(self.seal_state_dict(), f, sort_keys=True)
+
+    def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
+        super()._load_optimizer_and_scheduler(checkpoint)
+        path = os.path.join(checkpoint, SEAL_STATE_FILE) if checkpoint else None
+        if path and os.path.exists(path):
+            with open(path) as f:
+                self.load_seal_state_dict(json.load(f))
+
+
+def _seal_rollout_func(prompts: list[list[dict[str, Any]]], trainer: SEALGRPOTrainer) -> dict[str, Any]:
+    return trainer.seal_play(prompts)

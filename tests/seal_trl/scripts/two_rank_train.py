@@ -1,0 +1,53 @@
+"""Run by ``accelerate launch --num_processes 2 --cpu`` from test_accelerate.py: two SEAL steps, then every
+rank writes its surface, evolver state and step count to ``<out>/rank<i>.json``."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/seal_trl: the helpers
+
+from seal_helpers import ScriptedPolicy, cpu_args, small_model  # noqa: E402
+
+from seal_trl.data import make_dataset  # noqa: E402
+from seal_trl.tiny import build_tiny_tokenizer  # noqa: E402
+from seal_trl.trainer import SEALGRPOTrainer  # noqa: E402
+
+
+class RankPolicy(ScriptedPolicy):
+    """Rank 1 plays other behaviours than rank 0, so local diagnoses differ and only gathering agrees."""
+
+    def __init__(self, tokenizer, rank):
+        super().__init__(tokenizer)
+        self.rank = rank
+
+    def action(self, env):
+        self.positions.setdefault(id(env), len(self.positions) + 2 * self.rank)
+        return super().action(env)
+
+
+def main(out: Path) -> None:
+    tok = build_tiny_tokenizer()
+    args = cpu_args(out, per_device_train_batch_size=2, num_generations=2, max_steps=2, weighting="turn",
+                    evolver_raise_threshold=0.2, evolver_fade_threshold=0.0, budget_normalize=True,
+                    ddp_backend="gloo")
+    trainer = SEALGRPOTrainer(model=small_model(tok), args=args, train_dataset=make_dataset(num_rows=8),
+                              processing_class=tok)
+    policy = RankPolicy(tok, trainer.accelerator.process_index)
+    trainer._seal_generate_fn = policy
+    policy.rollout = trainer.seal_rollout
+    trainer.train()
+    state = {"rank": trainer.accelerator.process_index, "world": trainer.accelerator.num_processes,
+             "step": trainer.state.global_step, "surface": trainer.seal_coevolution.surface.to_json(),
+             "evolver": trainer.seal_coevolution.evolver.to_json(), "generate_calls": policy.calls,
+             "labels": sorted({d["label"] for r in trainer._seal_results for d in r.turn_labels})}
+    (out / f"rank{state['rank']}.json").write_text(json.dumps(state))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

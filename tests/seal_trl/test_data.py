@@ -1,0 +1,81 @@
+"""The stock-TRL path: make_dataset, make_rollout_func and env_reward with an unmodified GRPOTrainer."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+pytest.importorskip("datasets")
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+import seal_envs  # noqa: E402,F401
+from seal_helpers import ScriptedPolicy, small_model  # noqa: E402
+from seal_trl.data import env_reward, make_dataset, make_rollout_func, reset_args, task_of_prompt  # noqa: E402
+
+
+def test_dataset_rows_carry_the_task_and_reproduce_it():
+    ds = make_dataset("seal/ToolUse-v0", "train", num_rows=6)
+    assert len(ds) == 6
+    assert set(ds.column_names) >= {"prompt", "seed", "env_id", "task_id", "task_index", "split"}
+    env = gym.make("seal/ToolUse-v0")
+    for row in ds:
+        meta = task_of_prompt(row["prompt"])
+        assert meta == {"seed": row["seed"], "task_id": row["task_id"], "env_id": "seal/ToolUse-v0"}
+        seed, options = reset_args(row)
+        _, info = env.reset(seed=seed, options=options)
+        assert info["task_id"] == row["task_id"]
+        assert [m["content"] for m in info["messages"]] == [m["content"] for m in row["prompt"]]
+    assert len(set(ds["task_id"])) == 6
+
+
+def test_curriculum_resets_by_seed_only():
+    assert reset_args({"seed": 7, "task_id": "bank/train/d1/0"}, curriculum=True) == (7, None)
+    assert reset_args({"seed": 7, "task_id": "bank/train/d1/0"}) == (7, {"task_id": "bank/train/d1/0"})
+
+
+def test_prompts_without_metadata_are_refused():
+    with pytest.raises(ValueError, match="make_dataset"):
+        task_of_prompt([{"role": "user", "content": "hi"}])
+    with pytest.raises(ValueError, match="env_reward"):
+        env_reward(prompts=[], completions=[])
+    assert env_reward(env_reward=[1, 0.5]) == [1.0, 0.5]
+
+
+def test_unmodified_grpo_trainer_trains_with_the_rollout_func(tok, tmp_path):
+    from trl import GRPOConfig, GRPOTrainer
+
+    scripted = ScriptedPolicy(tok)
+    seen = []
+    rollout_func = make_rollout_func("seal/ToolUse-v0", max_turns=4, max_new_tokens=64, generate_fn=scripted,
+                                     on_results=seen.append)
+    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, activation_checkpointing=False,
+                      report_to="none", save_strategy="no", max_steps=1, per_device_train_batch_size=4,
+                      num_generations=2, max_completion_length=256, learning_rate=1e-2, disable_tqdm=True)
+    trainer = GRPOTrainer(model=small_model(tok), reward_funcs=env_reward, args=args,
+                          train_dataset=make_dataset(num_rows=4), processing_class=tok, rollout_func=rollout_func)
+    rollout = rollout_func.state.get("rollout")
+    assert rollout is None  # built on the first call, from the trainer
+    scripted.rollout = _LazyRollout(rollout_func)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    results = seen[0]
+    assert len(results) == 4
+    # the two episodes of each group played the same task
+    assert results[0].info["task_id"] == results[1].info["task_id"]
+    assert results[2].info["task_id"] == results[3].info["task_id"]
+    assert scripted.calls == max(r.num_turns for r in results)
+    assert trainer.state.log_history[0]["rewards/env_reward/mean"] == pytest.approx(
+        sum(r.reward for r in results) / 4)
+    assert any(not torch.equal(before[n], p.detach()) for n, p in trainer.model.named_parameters())
+
+
+class _LazyRollout:
+    """Resolves ``current_envs`` through the rollout that ``rollout_func`` builds on its first call."""
+
+    def __init__(self, rollout_func):
+        self.rollout_func = rollout_func
+
+    @property
+    def current_envs(self):
+        return self.rollout_func.state["rollout"].current_envs
