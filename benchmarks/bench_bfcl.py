@@ -1,0 +1,142 @@
+"""Time our BFCL env against bfcl-eval's own executor and checker on the same ground truth.
+
+    python benchmarks/bench_bfcl.py [--repeat 3] [--categories base miss_func ...]
+
+For every entry, the same ground-truth calls (BFCL's Python strings, as the data has them) go
+through, side by side:
+
+- per call: our ``env.step(call)`` (parse, validate, dispatch, render, info) and our bare
+  ``BFCLBackend.execute``, against bfcl-eval's ``execute_multi_turn_func_call([call])`` with
+  its instances already created (as ours are at ``reset``);
+- whole task: our ``BFCLTaskSet.verify`` on the played episode, cold (the ground truth is
+  replayed) and warm (the replay is cached per entry), against bfcl-eval's
+  ``multi_turn_checker`` on the ground truth as the model's answer (it executes both);
+- whole episode: our reset, every ``env.step`` and the verification, against bfcl-eval's way
+  (create the instances, execute each step, then ``multi_turn_checker``, which executes the
+  model's calls again on instances of its own, as bfcl-eval's evaluation does).
+
+Each measure is the fastest of ``--repeat`` passes. Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+from datetime import date
+
+from seal_envs.bfcl import loader
+from seal_envs.bfcl.backend import BFCLBackend
+from seal_envs.bfcl.source import _stock_reference, build_task, make_env
+
+
+def _bfcl_modules():
+    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_checker, multi_turn_utils
+
+    return multi_turn_checker, multi_turn_utils
+
+
+def _drop_cached(utils, prefix: str) -> None:
+    for key in [k for k in vars(utils) if k.startswith(prefix)]:
+        delattr(utils, key)
+
+
+def bfcl_pass(entries, run: int) -> dict[str, list[float]]:
+    """Per-call times of bfcl-eval's executor; per-entry times of its checker and of a whole
+    episode its way (create the instances, execute each step, then run the checker)."""
+    checker, utils = _bfcl_modules()
+    out: dict[str, list[float]] = {"bfcl_call": [], "bfcl_check": [], "bfcl_episode": []}
+    for k, entry in enumerate(entries):
+        gt = loader.ground_truth(loader.category_of(entry["id"]))[entry["id"]]
+        model = f"bench{run}x{k}"
+        long_context = "long_context" in entry["id"]
+        args = dict(initial_config=entry["initial_config"], involved_classes=entry["involved_classes"],
+                    model_name=model, test_entry_id=entry["id"], long_context=long_context, is_evaL_run=False)
+        t_episode = time.perf_counter()
+        utils.execute_multi_turn_func_call([], **args)  # create the instances, as our reset does
+        for turn in gt:
+            for call in turn:
+                t0 = time.perf_counter()
+                utils.execute_multi_turn_func_call([call], **args)
+                out["bfcl_call"].append(time.perf_counter() - t0)
+        decoded = [[[c] for c in turn] for turn in gt]
+        t0 = time.perf_counter()
+        result = checker.multi_turn_checker(decoded, gt, entry, "multi_turn", model)
+        out["bfcl_check"].append(time.perf_counter() - t0)
+        out["bfcl_episode"].append(time.perf_counter() - t_episode)
+        _drop_cached(utils, model)
+        assert result["valid"], (entry["id"], result)
+    return out
+
+
+def our_pass(entries) -> dict[str, list[float]]:
+    """Per-call times of env.step and BFCLBackend.execute; per-entry verification, cold and warm."""
+    env = make_env(split="all").unwrapped
+    out: dict[str, list[float]] = {"step": [], "execute": [], "verify_cold": [], "verify_warm": [], "episode": []}
+    for entry in entries:
+        task = build_task(entry["id"])
+        gt = loader.ground_truth(loader.category_of(entry["id"]))[entry["id"]]
+        t_episode = time.perf_counter()
+        env.reset(options={"task": task})
+        for turn in gt:
+            for call in turn:
+                t0 = time.perf_counter()
+                env.step(call)
+                out["step"].append(time.perf_counter() - t0)
+            env.step("Done.")
+        out["episode"].append(time.perf_counter() - t_episode)
+        _stock_reference.cache_clear()
+        t0 = time.perf_counter()
+        verdict = env.task_set.verify(task, env.record)
+        out["verify_cold"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        env.task_set.verify(task, env.record)
+        out["verify_warm"].append(time.perf_counter() - t0)
+        backend = BFCLBackend(task.initial_state)
+        for turn in task.turns:
+            for call in turn.plan:
+                t0 = time.perf_counter()
+                backend.execute(call)
+                out["execute"].append(time.perf_counter() - t0)
+        assert verdict.passed or entry["id"] == "multi_turn_miss_func_49", (entry["id"], verdict.failed_checks)
+    return out
+
+
+def _fmt(seconds: float) -> str:
+    return f"{seconds * 1e6:.0f} us" if seconds < 1e-2 else f"{seconds * 1e3:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--categories", nargs="*", default=list(loader.CATEGORIES))
+    a = p.parse_args(argv)
+    entries = [e for c in a.categories for e in loader.entries(c)]
+    best: dict[str, list[float]] = {}
+    for run in range(a.repeat):
+        for name, values in {**bfcl_pass(entries, run), **our_pass(entries)}.items():
+            if name not in best or sum(values) < sum(best[name]):
+                best[name] = values
+    n_calls = len(best["bfcl_call"])
+
+    def row(label: str, ours: str, theirs: str, unit: str) -> str:
+        o, t = best[ours], best[theirs]
+        return (f"| {label} | {unit} | {_fmt(statistics.median(o))} / {_fmt(sum(o))} | "
+                f"{_fmt(statistics.median(t))} / {_fmt(sum(t))} | {sum(o) / sum(t):.2f} |")
+
+    print(f"BFCL v4 multi-turn, {len(entries)} entries, {n_calls} ground-truth calls; best of {a.repeat}; "
+          f"{os.cpu_count()} CPU cores, Python {platform.python_version()}, {date.today().isoformat()}\n")
+    print("| measure | per | ours: median / total | bfcl-eval: median / total | ratio ours/bfcl |")
+    print("|---|---|---|---|---|")
+    print(row("env.step(call) vs execute_multi_turn_func_call([call])", "step", "bfcl_call", "call"))
+    print(row("BFCLBackend.execute vs execute_multi_turn_func_call([call])", "execute", "bfcl_call", "call"))
+    print(row("verify, cold (replays the ground truth) vs multi_turn_checker", "verify_cold", "bfcl_check", "entry"))
+    print(row("verify, warm (cached replay) vs multi_turn_checker", "verify_warm", "bfcl_check", "entry"))
+    print(row("whole episode: reset, every step, verify vs create, execute each step, multi_turn_checker",
+              "episode", "bfcl_episode", "entry"))
+
+
+if __name__ == "__main__":
+    main()
