@@ -216,6 +216,16 @@ class ToolUseEnv(gym.Env):
         info["events"] = [e.to_dict() for e in record.events]
         return self._observation(), reward, terminated, truncated, info
 
+    def force_end(self) -> tuple[float, dict]:
+        """End the running episode now, as the step budget would: a trainer whose token budget
+        ran out calls this so the episode is still verified and diagnosed."""
+        if self.task is None or self.done:
+            raise RuntimeError("no running episode to end")
+        self._close_turn()
+        self.done = True
+        reward, extra = self._finish(truncated=True)
+        return reward, self._info(None) | extra
+
     # -- one action ----------------------------------------------------------------------
     def _act(self, action: Any) -> StepRecord:
         raw = action if isinstance(action, str) else json.dumps(action, ensure_ascii=False, default=str)
@@ -299,7 +309,12 @@ class ToolUseEnv(gym.Env):
         return sanitize(head + render_messages(new), self.MAX_OBS)
 
     def tools_view(self) -> list[dict]:
-        return self.surface.render_tools(self.specs, self.available, self.backend.POLICIES)
+        """The tools as the surface shows them now; rendered once per (surface, tool set)."""
+        key = (id(self.surface), self.surface.version, frozenset(self.available), id(self.specs))
+        if getattr(self, "_tools_key", None) != key:
+            self._tools_key = key
+            self._tools_cache = self.surface.render_tools(self.specs, self.available, self.backend.POLICIES)
+        return json.loads(json.dumps(self._tools_cache))
 
     def _info(self, label) -> dict:
         return {

@@ -64,21 +64,9 @@ class EpisodeResult:
 
 
 def end_episode(env: Any) -> tuple[float, dict[str, Any]]:
-    """End a running episode now (the token budget ran out) and return ``(reward, final info)``.
-
-    Uses the env's public ``force_end()`` when it has one. Otherwise it mirrors what
-    ``ToolUseEnv.step`` does when its step budget truncates an episode: close the open user turn,
-    then run the verifier and the diagnoser with ``truncated=True``.
-    """
-    base = env.unwrapped
-    if hasattr(base, "force_end"):
-        return base.force_end()
-    if not all(hasattr(base, name) for name in ("_close_turn", "_finish", "_info")):
-        raise TypeError(f"cannot end an episode of {type(base).__name__} early: it has no force_end()")
-    base._close_turn()
-    base.done = True
-    reward, extra = base._finish(True)
-    return reward, base._info(None) | extra
+    """End a running episode now (the token budget ran out) and return ``(reward, final info)``:
+    the env closes the open turn and still verifies and diagnoses it."""
+    return env.unwrapped.force_end()
 
 
 def hf_generate_fn(model: Any, tokenizer: Any, generation_config: Any = None) -> GenerateFn:

@@ -25,6 +25,7 @@ Design choices that matter downstream:
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,9 @@ ROLE_TOKENS: dict[str, str] = {
 TOOL_CALL_TOKENS = ("<tool_call>", "</tool_call>")
 
 # Whitespace control: every structural tag uses `-` so the template emits only what `{{ }}` prints.
+# Tools render compactly, one line per tool and one per parameter (``name* (type: a|b) description``,
+# ``*`` = required): the same facts as the JSON schema in a third of the tokens, which is most of
+# a prompt's length and so most of a CPU rollout's cost. The surface's hints live in descriptions.
 # String content that is neither a str nor None (a list of typed content blocks) is flattened to
 # its text parts, which keeps TRL's conversational prompt format usable.
 TINY_CHAT_TEMPLATE = (
@@ -73,7 +77,14 @@ TINY_CHAT_TEMPLATE = (
     "{%- if system_text or tools -%}"
     "<|system|>{{- system_text -}}"
     "{%- if tools -%}{%- if system_text -%}{{- '\\n\\n' -}}{%- endif -%}{{- '# Tools\\n' -}}"
-    "{%- for tool in tools -%}{{- tool | tojson -}}{{- '\\n' -}}{%- endfor -%}{%- endif -%}"
+    "{%- for tool in tools -%}{%- set fn = tool['function'] if tool.get('function') else tool -%}"
+    "{%- set params = fn.get('parameters') or {} -%}{%- set required = params.get('required') or [] -%}"
+    "{{- fn['name'] + ': ' + (fn.get('description') or '') -}}"
+    "{%- for name, p in (params.get('properties') or {}).items() -%}"
+    "{{- '\\n  ' + name -}}{%- if name in required -%}*{%- endif -%}{{- ' (' + (p.get('type') or 'any') -}}"
+    "{%- if p.get('enum') -%}{{- ': ' + (p['enum'] | map('string') | join('|')) -}}{%- endif -%}"
+    "{{- ') ' + (p.get('description') or '') -}}"
+    "{%- endfor -%}{{- '\\n' -}}{%- endfor -%}{%- endif -%}"
     "<|end|>"
     "{%- endif -%}"
     "{%- for message in rest -%}"
@@ -147,6 +158,32 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def env_corpus(num_tasks: int = 120, env_id: str = "seal/ToolUse-v0") -> Iterator[str]:
+    """Text of real training episodes: the rendered tools, the system prompt, the user turns, the
+    tool results and the oracle's calls, from the train split only.
+
+    Why: prompts are mostly tool schemas; merges learned from them cut a prompt's length by more
+    than half, and rollout cost grows with it. Test and ood tasks never enter the corpus.
+    """
+    import gymnasium as gym
+
+    import seal_envs  # noqa: F401
+    from seal_envs.agents import OracleAgent, run_episode
+
+    env = gym.make(env_id).unwrapped
+    seen: set[str] = set()
+    for index in range(num_tasks):
+        _, info, actions = run_episode(env, OracleAgent(), options={"split": "train", "index": index})
+        texts = [m["content"] for m in info["messages"] if m.get("content")] + actions
+        texts += [f"{t['function']['name']}: {t['function']['description']}" for t in info["tools"]]
+        texts += [f"{k} ({v.get('type')}) {v.get('description', '')}" for t in info["tools"]
+                  for k, v in t["function"]["parameters"].get("properties", {}).items()]
+        for text in texts:
+            if text not in seen:
+                seen.add(text)
+                yield text
+
+
 def default_corpus(num_lines: int = 3000, seed: int = 0) -> Iterator[str]:
     """Yield a deterministic synthetic tool-use corpus.
 
@@ -186,7 +223,7 @@ def default_corpus(num_lines: int = 3000, seed: int = 0) -> Iterator[str]:
 
 def build_tiny_tokenizer(
     corpus: Iterable[str] | None = None,
-    vocab_size: int = 2048,
+    vocab_size: int = 4096,
     extra_special_tokens: Iterable[str] = (),
 ) -> PreTrainedTokenizerFast:
     """Train a byte-level BPE tokenizer in-process and wrap it with the tiny chat template.
@@ -213,7 +250,7 @@ def build_tiny_tokenizer(
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    lines = list(default_corpus() if corpus is None else corpus)
+    lines = list(itertools.chain(default_corpus(), env_corpus()) if corpus is None else corpus)
     tokenizer.train_from_iterator(lines, trainer=trainer)
     # Atomic but non-special: they must survive `skip_special_tokens=True` decoding.
     tokenizer.add_tokens(list(TOOL_CALL_TOKENS))

@@ -233,3 +233,23 @@ def test_random_actions_never_raise_and_invalid_calls_change_nothing(seed, acts)
         assert info["turn_label"]["label"] in seal_envs.LABELS
         if info["events"] and not any(e["kind"] == "ok" for e in info["events"]):
             assert env.backend.state == before
+
+
+def test_force_end_verifies_a_running_episode():
+    env = bank_env()
+    env.reset(seed=2)
+    env.step('{"name": "get_balance", "arguments": {"account_id": "ACC-1001"}}')
+    reward, info = env.force_end()
+    assert reward == 0.0 and "verification" in info and len(info["turn_labels"]) == 1
+    with pytest.raises(RuntimeError):
+        env.force_end()
+
+
+def test_tools_view_follows_surface_changes():
+    env = bank_env()
+    env.reset(seed=0)
+    before = env.tools_view()
+    before[0]["function"]["name"] = "mutated"  # callers get a copy
+    env.apply_patch(seal_envs.SurfacePatch("affordance", "set_alert", 1))
+    after = {t["function"]["name"]: t for t in env.tools_view()}
+    assert "[required]" in json.dumps(after["set_alert"]) and "mutated" not in after
