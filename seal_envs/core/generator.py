@@ -122,6 +122,17 @@ class TaskBuilder:
         reply = self.rng.choice(WITHHELD_REPLIES).format(label=label, value=value)
         self.turn(message, plan, required_outputs, withheld=Withheld(param, value, reply))
 
+    def request(self, message: str, plan: Sequence[ToolCall], required_outputs: Sequence[Any] = (),
+                withheld: tuple[str, Any, str] | None = None, late: str | None = None) -> None:
+        """One request in whichever shape the difficulty asks for: a plain turn, a turn that
+        holds back ``withheld = (param, value, label)``, or a late-tool pair for tool ``late``."""
+        if late:
+            self.late_tool(message, late, plan, required_outputs)
+        elif withheld:
+            self.ask_later(message, plan, *withheld, required_outputs=required_outputs)
+        else:
+            self.turn(message, plan, required_outputs)
+
     def late_tool(self, message: str, tool_name: str, plan: Sequence[ToolCall],
                   required_outputs: Sequence[Any] = ()) -> None:
         """Two turns in BFCL miss_func style: the request arrives while ``tool_name`` is missing

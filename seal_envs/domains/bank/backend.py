@@ -19,10 +19,7 @@ class BankBackend(Backend):
 
     # -- helpers (not tools) -------------------------------------------------------------
     def _account(self, account_id: str) -> dict:
-        acc = self.state["accounts"].get(account_id)
-        if acc is None:
-            raise ToolError(f"account {account_id} not found", param="account_id")
-        return acc
+        return self.record("accounts", account_id, "account_id", "account")
 
     def _require_verified(self, customer_id: str) -> None:
         if self.session.get("verified") != customer_id:

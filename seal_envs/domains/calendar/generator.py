@@ -251,17 +251,6 @@ class CalendarGenerator(DomainGenerator):
         late = [o for o in options if earliest(o) > OPEN]
         return b.rng.choice(late or options)
 
-    def _deliver(self, b: TaskBuilder, text: str, plan: list[C], outputs=(), *, hide: tuple | None = None,
-                 late: str | None = None) -> None:
-        """Send one request as a plain turn, a turn with a withheld value, or a late-tool pair."""
-        if late:
-            b.late_tool(text, late, plan, outputs)
-        elif hide:
-            param, value, label = hide
-            b.ask_later(text, plan, param, value, label, outputs)
-        else:
-            b.turn(text, plan, outputs)
-
     # -- reads ---------------------------------------------------------------------------
     def day_schedule(self, b: TaskBuilder) -> None:
         state = b.sim.state
@@ -338,7 +327,7 @@ class CalendarGenerator(DomainGenerator):
         text = intro + self._say(b, key, title=title, day=day, start=start, length=_length(duration),
                                  people=self._people(b, guests), room=room)
         outputs = [event, start] if first_free else [event]
-        self._deliver(b, text, plan, outputs, hide=self._hidden(b, me, hide, start))
+        b.request(text, plan, outputs, withheld=self._hidden(b, me, hide, start))
         return event
 
     def _hidden(self, b: TaskBuilder, me: str, hide: str | None, start: int) -> tuple | None:
@@ -365,15 +354,15 @@ class CalendarGenerator(DomainGenerator):
         plan = plan + [C("move_event", {"event_id": event, "day": day, "start": start})]
         key = "move_nostart" if hide == "start" else "move"
         text = intro + self._say(b, key, event=event, day=day, start=start)
-        self._deliver(b, text, plan, hide=self._hidden(b, me, hide, start))
+        b.request(text, plan, withheld=self._hidden(b, me, hide, start))
         return event
 
     def cancel(self, b: TaskBuilder, late: bool = False) -> None:
         me = self._me(b)
         event = b.rng.choice(self._scheduled(b, lambda ev: ev["organizer"] == me))
         intro, plan = self._login(b, me)
-        self._deliver(b, intro + self._say(b, "cancel", event=event),
-                      plan + [C("cancel_event", {"event_id": event})], late="cancel_event" if late else None)
+        b.request(intro + self._say(b, "cancel", event=event),
+               plan + [C("cancel_event", {"event_id": event})], late="cancel_event" if late else None)
 
     def _invitable(self, b: TaskBuilder, events: list[str]) -> list[tuple[str, str]]:
         """(event, person) pairs where the person is free and the room has a seat left."""
@@ -398,8 +387,8 @@ class CalendarGenerator(DomainGenerator):
         name = state["contacts"][guest]["name"]
         intro, plan = self._login(b, me, hide_passcode=hide == "passcode")
         plan = plan + [C("find_contact", {"name": name}), C("invite", {"event_id": event, "contact_id": guest})]
-        self._deliver(b, intro + self._say(b, "invite", name=name, event=event), plan,
-                      hide=self._hidden(b, me, hide, 0), late="invite" if late else None)
+        b.request(intro + self._say(b, "invite", name=name, event=event), plan,
+               withheld=self._hidden(b, me, hide, 0), late="invite" if late else None)
 
     def remind(self, b: TaskBuilder, event: str, late: bool = False) -> None:
         """A reminder on ``event``; when nobody is logged in yet, one of its attendees asks."""
@@ -408,8 +397,8 @@ class CalendarGenerator(DomainGenerator):
         channel = b.rng.choice(["email", "sms", "popup"])
         intro, plan = self._login(b, me)
         plan = plan + [C("set_reminder", {"event_id": event, "minutes_before": minutes, "channel": channel})]
-        self._deliver(b, intro + self._say(b, "remind", event=event, minutes=minutes, channel=channel), plan,
-                      late="set_reminder" if late else None)
+        b.request(intro + self._say(b, "remind", event=event, minutes=minutes, channel=channel), plan,
+               late="set_reminder" if late else None)
 
     def message(self, b: TaskBuilder, late: bool = False) -> None:
         me = self._me(b)
@@ -422,7 +411,7 @@ class CalendarGenerator(DomainGenerator):
         intro, plan = self._login(b, me)
         text = self._say(b, "message_urgent" if urgent else "message", name=b.sim.state["contacts"][to]["name"],
                          cid=to, body=body)
-        self._deliver(b, intro + text, plan + [C("send_message", args)], late="send_message" if late else None)
+        b.request(intro + text, plan + [C("send_message", args)], late="send_message" if late else None)
 
     # -- constraint traps: the reference only looks something up and reports it ------------
     def trap_organizer(self, b: TaskBuilder) -> None:

@@ -21,10 +21,7 @@ class ShopBackend(Backend):
 
     # -- helpers (not tools) -------------------------------------------------------------
     def _order(self, order_id: str) -> dict:
-        order = self.state["orders"].get(order_id)
-        if order is None:
-            raise ToolError(f"order {order_id} not found", param="order_id")
-        return order
+        return self.record("orders", order_id, "order_id", "order")
 
     def _product(self, product_id: str) -> dict:
         product = self.state["products"].get(product_id)
@@ -34,10 +31,7 @@ class ShopBackend(Backend):
         return product
 
     def _customer(self, customer_id: str) -> dict:
-        customer = self.state["customers"].get(customer_id)
-        if customer is None:
-            raise ToolError(f"customer {customer_id} not found", param="customer_id")
-        return customer
+        return self.record("customers", customer_id, "customer_id", "customer")
 
     def _require_authenticated(self, customer_id: str) -> None:
         if self.session.get("customer_id") != customer_id:

@@ -42,16 +42,10 @@ class TravelBackend(Backend):
 
     # -- helpers (not tools) -------------------------------------------------------------
     def _flight(self, flight_id: str) -> dict:
-        flight = self.state["flights"].get(flight_id)
-        if flight is None:
-            raise ToolError(f"flight {flight_id} not found", param="flight_id")
-        return flight
+        return self.record("flights", flight_id, "flight_id", "flight")
 
     def _passenger(self, membership_id: str) -> dict:
-        passenger = self.state["passengers"].get(membership_id)
-        if passenger is None:
-            raise ToolError(f"passenger with membership id {membership_id} not found", param="membership_id")
-        return passenger
+        return self.record("passengers", membership_id, "membership_id", "passenger with membership id")
 
     def _booking(self, booking_id: str, *, confirmed: bool = False) -> dict:
         booking = self.state["bookings"].get(booking_id)

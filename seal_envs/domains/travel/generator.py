@@ -224,17 +224,6 @@ class TravelGenerator(DomainGenerator):
                           last=p["last_name"], mid=mid)
         return intro, [C("verify_passenger", {"membership_id": mid, "last_name": p["last_name"]})]
 
-    def _deliver(self, b: TaskBuilder, message: str, plan: list[C], required=(),
-                 withheld: tuple[str, object, str] | None = None, late: str | None = None) -> None:
-        """Send a request plainly, with one value held back (param, value, label), or before its tool exists."""
-        if late:
-            b.late_tool(message, late, plan, required)
-        elif withheld:
-            param, value, label = withheld
-            b.ask_later(message, plan, param, value, label, required)
-        else:
-            b.turn(message, plan, required)
-
     def _withheld(self, b: TaskBuilder, withhold: str | None, mid: str, **values) -> tuple[str, object, str] | None:
         """What a request holds back: the passenger's last name, or the named one of ``values``."""
         if withhold == "last_name":
@@ -289,7 +278,7 @@ class TravelGenerator(DomainGenerator):
         plan += [C("search_flights", {"origin": origin, "destination": dest}),
                  C("book_flight", {"membership_id": mid, "flight_id": fid, "cabin": cabin})]
         message = f"{intro} {self._say(b, 'book', what=what, cabin_part=cabin_part)}"
-        self._deliver(b, message, plan, [new_id, price], self._withheld(b, withhold, mid, cabin=cabin))
+        b.request(message, plan, [new_id, price], self._withheld(b, withhold, mid, cabin=cabin))
         return new_id, mid
 
     def seat(self, b: TaskBuilder, bid: str | None = None, withhold: bool = False, late: bool = False) -> None:
@@ -299,8 +288,8 @@ class TravelGenerator(DomainGenerator):
         seat = free_seat(b.rng, b.sim.state["bookings"], bk["flight"], bk["cabin"])
         plan.append(C("select_seat", {"booking_id": bid, "seat": seat}))
         message = f"{intro} {self._say(b, 'seat_open' if withhold else 'seat', bid=bid, seat=seat)}"
-        self._deliver(b, message, plan, (), self._withheld(b, "seat" if withhold else None, bk["passenger"], seat=seat),
-                      "select_seat" if late else None)
+        b.request(message, plan, (), self._withheld(b, "seat" if withhold else None, bk["passenger"], seat=seat),
+               "select_seat" if late else None)
 
     def bags(self, b: TaskBuilder, bid: str | None = None, late: bool = False) -> None:
         st = b.sim.state
@@ -309,8 +298,8 @@ class TravelGenerator(DomainGenerator):
         n = b.rng.randint(1, MAX_BAGS - bk["bags"])
         intro, plan = self._identify(b, bk["passenger"])
         plan.append(C("add_bags", {"booking_id": bid, "count": n}))
-        self._deliver(b, f"{intro} {self._say(b, 'bags', bags=bag_text(n), bid=bid)}", plan, [n * BAG_FEE],
-                      late="add_bags" if late else None)
+        b.request(f"{intro} {self._say(b, 'bags', bags=bag_text(n), bid=bid)}", plan, [n * BAG_FEE],
+               late="add_bags" if late else None)
 
     def cancel(self, b: TaskBuilder, withhold: str | None = None, late: bool = False) -> str:
         """Cancel by id or by destination; ``withhold`` is None, 'last_name' or 'reason'.
@@ -334,8 +323,8 @@ class TravelGenerator(DomainGenerator):
         reason_part = "" if withhold == "reason" else self._say(b, "reason_part", why=REASON_TEXT[reason])
         plan.append(C("cancel_booking", {"booking_id": bid, "reason": reason}))
         message = f"{intro} {self._say(b, 'cancel', target=target, reason_part=reason_part)}"
-        self._deliver(b, message, plan, [bk["paid"]], self._withheld(b, withhold, mid, reason=reason),
-                      "cancel_booking" if late else None)
+        b.request(message, plan, [bk["paid"]], self._withheld(b, withhold, mid, reason=reason),
+               "cancel_booking" if late else None)
         return mid
 
     # -- constraint traps: the reference only looks the booking up and reports ---------
