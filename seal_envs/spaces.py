@@ -35,8 +35,17 @@ def sanitize(text: str, max_length: int) -> str:
 
 
 class UnicodeText(Text):
+    """``Text`` over every printable BMP character. The charset tables (tens of thousands of
+    entries) are built once per process and shared, so making an env costs no time for them."""
+
+    _tables: tuple | None = None
+
     def __init__(self, max_length: int = 1 << 16, *, min_length: int = 0, seed=None):
-        super().__init__(max_length=max_length, min_length=min_length, charset=PRINTABLE, seed=seed)
+        if UnicodeText._tables is None:
+            full = Text(1, min_length=0, charset=PRINTABLE)
+            UnicodeText._tables = (full._char_set, full._char_list, full._char_index, full._char_str)
+        super().__init__(max_length=max_length, min_length=min_length, charset="a", seed=seed)
+        self._char_set, self._char_list, self._char_index, self._char_str = UnicodeText._tables
 
 
 @_shm.create_shared_memory.register(UnicodeText)
