@@ -90,9 +90,14 @@ class TaskBuilder:
         return self.must(ToolCall(name, arguments)).result
 
     def must(self, call: ToolCall) -> CallEvent:
+        writes = self.sim.tool_specs()[call.name].writes if call.name in self.sim.tool_specs() else False
+        before = self.sim.comparable_state() if writes else None
         event = self.sim.execute(call)
         if not event.ok:
             raise GeneratorError(f"{self.backend_cls.__name__}: reference call {call.key()} failed: {event.message}")
+        if writes and self.sim.comparable_state() == before:
+            # a do-nothing agent would pass the state check of such a turn
+            raise GeneratorError(f"{self.backend_cls.__name__}: reference write {call.key()} changes nothing")
         return event
 
     def try_call(self, call: ToolCall) -> CallEvent:

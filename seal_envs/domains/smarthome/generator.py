@@ -322,6 +322,8 @@ class SmartHomeGenerator(DomainGenerator):
         b.turn(self._say(b, "set_light", dev=dev, name=d["name"], brightness=brightness, color=color), [call])
 
     def lock(self, b: TaskBuilder) -> None:
+        if not self._devices(b, "lock", locked=False):  # every door is locked: ask for something that changes
+            return self.set_light(b)
         dev, d = self._pick(b, "lock", locked=False)
         b.turn(self._say(b, "lock", dev=dev, name=d["name"]), [C("set_lock", {"device_id": dev, "action": "lock"})])
 
@@ -350,7 +352,10 @@ class SmartHomeGenerator(DomainGenerator):
 
     def room_lights_off(self, b: TaskBuilder, late: bool = False) -> None:
         room, lights = self._room_with_lights_on(b)
-        plan = [C("list_devices", {"room": room})] + [C("set_light", {"device_id": d, "brightness": 0}) for d in lights]
+        if not any(b.sim.state["devices"][d]["brightness"] > 0 for d in lights):
+            return self.set_light(b)  # every light is already off: ask for something that changes
+        lit = [d for d in lights if b.sim.state["devices"][d]["brightness"] > 0]
+        plan = [C("list_devices", {"room": room})] + [C("set_light", {"device_id": d, "brightness": 0}) for d in lit]
         msg = self._say(b, "room_lights_off", room=room)
         if late:
             b.late_tool(msg, "set_light", plan)
