@@ -1,0 +1,77 @@
+"""The study's two sizes: ``FULL`` (the 2-hour study on 2 dedicated CPU cores) and ``QUICK``.
+
+Every arm of a study gets the same RL sample budget: ``steps x tasks_per_step x num_generations``
+episodes, from the same warm start, with the same seeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from .warmstart import WarmStartConfig
+
+
+@dataclass
+class RLConfig:
+    steps: int = 40
+    tasks_per_step: int = 8
+    num_generations: int = 8
+    temperature: float = 1.5
+    lr: float = 2e-4
+    reward_mode: str = "progress"  # env kwarg: fraction of user turns passed (binary: all or nothing)
+    difficulties: tuple[int, ...] = (1, 2)  # RL tasks (the curriculum arm samples among these too)
+    max_turns: int = 6
+    max_new_tokens_per_turn: int = 80
+    evolver_min_episodes: int = 8
+
+    @property
+    def episodes(self) -> int:
+        return self.steps * self.tasks_per_step * self.num_generations
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["difficulties"] = list(self.difficulties)
+        d["episodes"] = self.episodes
+        return d
+
+
+@dataclass
+class EvalConfig:
+    test_tasks: int = 200
+    ood_tasks: int = 200
+    max_new_tokens: int = 80
+    max_steps: int = 8
+    batch_size: int = 40
+
+
+@dataclass
+class StudySettings:
+    name: str
+    warmstart: WarmStartConfig
+    rl: RLConfig
+    eval: EvalConfig
+    seeds: tuple[int, ...] = (0, 1, 2)
+    notes: list[str] = field(default_factory=list)
+
+
+# Sized from the quick run's measured throughput on 2 CPU cores (64x2 model: ~3-7k training
+# tokens/s; an RL step of 16 episodes x 4 turns ~75 s and a 20-episode greedy evaluation ~40 s with
+# one of the two cores taken by another job) to land near 2 hours on two dedicated cores. A 128x4
+# model (the probe's) costs ~4x per token and would not fit: prompts here are 600-1500 tokens.
+FULL = StudySettings(
+    name="full",
+    warmstart=WarmStartConfig(minutes=40.0, hidden_size=64, num_layers=2, num_heads=2, batch_size=8, lr=3e-3,
+                              warmup_steps=10, difficulties=(1, 2, 3, 4)),
+    rl=RLConfig(steps=4, tasks_per_step=4, num_generations=4, max_turns=4, max_new_tokens_per_turn=64),
+    eval=EvalConfig(test_tasks=40, ood_tasks=40, max_new_tokens=64, max_steps=6, batch_size=40),
+    seeds=(0, 1, 2),
+)
+
+QUICK = StudySettings(
+    name="quick",
+    warmstart=WarmStartConfig(minutes=6.0, hidden_size=64, num_layers=2, num_heads=2, batch_size=8, lr=3e-3,
+                              warmup_steps=10, difficulties=(1, 2)),
+    rl=RLConfig(steps=2, tasks_per_step=2, num_generations=4, max_turns=3, max_new_tokens_per_turn=64),
+    eval=EvalConfig(test_tasks=20, ood_tasks=20, max_new_tokens=64, max_steps=5, batch_size=20),
+    seeds=(0, 1),
+)

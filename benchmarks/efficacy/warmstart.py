@@ -1,0 +1,208 @@
+"""Supervised warm start shared by every arm: SFT of the tiny Llama on oracle trajectories.
+
+Every train task (or the first ``num_tasks``) is played once by :class:`~seal_envs.agents.OracleAgent`
+on the canonical surface; the final ``info["messages"]`` and ``info["tools"]`` are rendered with
+the tiny chat template. The template is token-prefix-stable (see :mod:`seal_trl.tiny`), so the
+tokens of ``messages[:k]`` are a prefix of those of ``messages[:k+1]`` and each assistant message
+owns a contiguous token span: the loss covers exactly those spans (the ``<|assistant|>`` header
+is context, the message body and its ``<|end|>`` are targets). That is the text the policy emits
+in a rollout, rendered the way the rollout and ``HFBatchAgent`` render history.
+
+The result (model, tokenizer, ``warmstart.json`` with the loss curve and settings) is cached in
+``<out>/warmstart``; a second call with the same settings loads it instead of training.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+ENV_ID = "seal/ToolUse-v0"
+
+
+@dataclass
+class WarmStartConfig:
+    num_tasks: int = 400
+    minutes: float = 30.0  # wall-clock budget (the loop stops at the first of minutes / max_steps)
+    max_steps: int = 100_000
+    batch_size: int = 16
+    lr: float = 3e-3
+    warmup_steps: int = 30
+    min_lr_frac: float = 0.05
+    hidden_size: int = 128
+    num_layers: int = 4
+    num_heads: int = 4
+    seed: int = 0
+    bf16: bool = True
+    difficulties: tuple[int, ...] = (1, 2, 3, 4)
+
+    def key(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["difficulties"] = list(self.difficulties)
+        return d
+
+
+def oracle_conversations(num_tasks: int, difficulties=(1, 2, 3, 4), split: str = "train") -> list[dict]:
+    """``[{"messages", "tools", "task_id", "difficulty"}]`` of the oracle's episodes."""
+    import gymnasium as gym
+
+    import seal_envs  # noqa: F401
+    from seal_envs.agents import OracleAgent, run_episode
+
+    env = gym.make(ENV_ID, split=split).unwrapped
+    out = []
+    for index in range(min(num_tasks, len(env.task_set))):
+        if env.task_set.slot(index).difficulty not in difficulties:
+            continue
+        reward, info, _ = run_episode(env, OracleAgent(), options={"split": split, "index": index})
+        out.append({"messages": info["messages"], "tools": info["tools"], "task_id": info["task_id"],
+                    "difficulty": info["difficulty"], "reward": reward})
+    env.close()
+    return out
+
+
+def tokenize_conversation(tokenizer: Any, messages: list[dict], tools: list[dict]) -> tuple[list[int], list[int]]:
+    """``(input_ids, labels)`` with labels = -100 outside assistant message bodies."""
+    def ids(msgs: list[dict]) -> list[int]:
+        text = tokenizer.apply_chat_template(msgs, tools=tools, tokenize=False)
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    full = ids(messages)
+    labels = [-100] * len(full)
+    header = tokenizer.convert_tokens_to_ids("<|assistant|>")
+    prev = ids(messages[:1])
+    for k in range(1, len(messages)):
+        cur = ids(messages[: k + 1])
+        if cur[: len(prev)] != prev:
+            raise ValueError("chat template is not token-prefix-stable; cannot mask assistant spans")
+        if messages[k]["role"] == "assistant":
+            start = len(prev)
+            if full[start] == header:
+                start += 1  # the role header is context, not a target
+            for i in range(start, len(cur)):
+                labels[i] = full[i]
+        prev = cur
+    return full, labels
+
+
+def build_examples(tokenizer: Any, conversations: list[dict]) -> list[tuple[list[int], list[int]]]:
+    return [tokenize_conversation(tokenizer, c["messages"], c["tools"]) for c in conversations]
+
+
+def _batches(examples, batch_size: int, rng: random.Random):
+    """Length-bucketed shuffled batches (less padding): sort chunks of 8 batches by length."""
+    order = list(range(len(examples)))
+    rng.shuffle(order)
+    chunk = batch_size * 8
+    batches = []
+    for c in range(0, len(order), chunk):
+        part = sorted(order[c:c + chunk], key=lambda i: len(examples[i][0]))
+        batches += [part[i:i + batch_size] for i in range(0, len(part), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def _collate(examples, idx, pad_id: int):
+    import torch
+
+    width = max(len(examples[i][0]) for i in idx)
+    ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(idx), width), -100, dtype=torch.long)
+    mask = torch.zeros((len(idx), width), dtype=torch.long)
+    for r, i in enumerate(idx):
+        x, y = examples[i]
+        ids[r, : len(x)] = torch.tensor(x)
+        labels[r, : len(y)] = torch.tensor(y)
+        mask[r, : len(x)] = 1
+    return ids, mask, labels
+
+
+def train_warmstart(cfg: WarmStartConfig, out_dir: Path, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Train (or load from ``out_dir``) the shared warm start; returns its metadata."""
+    import torch
+
+    from seal_trl.tiny import build_tiny_model, build_tiny_tokenizer
+
+    out_dir = Path(out_dir)
+    meta_path = out_dir / "warmstart.json"
+    if meta_path.exists():
+        meta = json.loads(meta_path.read_text())
+        if meta.get("config") == cfg.key():
+            log(f"[warmstart] cached: {out_dir} ({meta['steps']} steps, final loss {meta['final_loss']:.3f})")
+            return meta
+        log("[warmstart] cached settings differ: retraining")
+    tokenizer = build_tiny_tokenizer()
+    t0 = time.perf_counter()
+    convs = oracle_conversations(cfg.num_tasks, cfg.difficulties)
+    examples = build_examples(tokenizer, convs)
+    tokens = sum(len(x) for x, _ in examples)
+    targets = sum(sum(t != -100 for t in y) for _, y in examples)
+    log(f"[warmstart] {len(examples)} oracle trajectories, {tokens} tokens ({targets} targets), "
+        f"prepared in {time.perf_counter() - t0:.1f} s")
+    model = build_tiny_model(tokenizer, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers,
+                             num_heads=cfg.num_heads, seed=cfg.seed)
+    params = sum(p.numel() for p in model.parameters())
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.95))
+    rng = random.Random(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    budget = cfg.minutes * 60.0
+    est_total = cfg.max_steps
+    history: list[dict[str, Any]] = []
+    step, epoch, seen_tokens = 0, 0, 0
+    start = time.perf_counter()
+    model.train()
+    done = False
+    while not done:
+        epoch += 1
+        for idx in _batches(examples, cfg.batch_size, rng):
+            elapsed = time.perf_counter() - start
+            if step >= cfg.max_steps or elapsed >= budget:
+                done = True
+                break
+            if step >= 10:  # the cosine follows the wall clock (CPU speed varies), or max_steps if sooner
+                est_total = min(cfg.max_steps, int(step * budget / elapsed))
+            progress = min(max(step / max(cfg.max_steps, 1), elapsed / budget), 1.0)
+            lr = cfg.lr * min(1.0, (step + 1) / cfg.warmup_steps)
+            lr *= cfg.min_lr_frac + (1 - cfg.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * progress))
+            for g in opt.param_groups:
+                g["lr"] = lr
+            ids, mask, labels = _collate(examples, idx, tokenizer.pad_token_id)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16):
+                loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            step += 1
+            seen_tokens += int(mask.sum())
+            if step % 10 == 0 or step == 1:
+                rec = {"step": step, "epoch": epoch, "loss": round(loss.item(), 4), "lr": lr,
+                       "seconds": round(time.perf_counter() - start, 1)}
+                history.append(rec)
+                log(f"[warmstart] step {step}/{est_total} epoch {epoch} loss {loss.item():.3f} lr {lr:.2e} "
+                    f"{seen_tokens / max(time.perf_counter() - start, 1e-9):.0f} tok/s")
+    seconds = time.perf_counter() - start
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir / "model")
+    tokenizer.save_pretrained(out_dir / "model")
+    meta = {"config": cfg.key(), "params": params, "examples": len(examples), "tokens": tokens,
+            "target_tokens": targets, "steps": step, "epochs": epoch, "seconds": round(seconds, 1),
+            "final_loss": history[-1]["loss"] if history else float("nan"), "history": history}
+    meta_path.write_text(json.dumps(meta, indent=1))
+    log(f"[warmstart] done: {step} steps, {epoch} epochs, {seconds:.0f} s, {params} params -> {out_dir}")
+    return meta
+
+
+def load_warmstart(out_dir: Path):
+    """``(model, tokenizer)`` of a trained warm start (the tokenizer is rebuilt deterministically)."""
+    from transformers import LlamaForCausalLM
+
+    from seal_trl.tiny import build_tiny_tokenizer
+
+    model = LlamaForCausalLM.from_pretrained(Path(out_dir) / "model")
+    return model, build_tiny_tokenizer()
