@@ -99,11 +99,10 @@ class PerEpisodeAgents:
 def make_agent(spec: str, **options: Any) -> Callable[[int], Any] | BatchAgent:
     """The agent named by ``spec``, as :func:`evaluate` takes it.
 
-    ``oracle``, ``random``, ``openai:<base url>#<model>`` (any chat-completions server with tools;
-    ``options`` go to :class:`~seal_envs.openai_agent.OpenAIChatAgent`) and
-    ``hf:<model id, path or "tiny">`` (needs the ``train`` extra: torch and transformers;
-    ``options`` go to ``seal_trl.agents.HFBatchAgent``). Unused ``options`` are ignored by the
-    agents that take none.
+    ``oracle``, ``random`` and ``openai:<base url>#<model>`` (any chat-completions server with
+    tools; ``options`` go to :class:`~seal_envs.openai_agent.OpenAIChatAgent`). Local
+    transformers models (``hf:<model>``) need torch, so they live in ``seal_trl.agents.make_agent``,
+    which takes every spec. Unused ``options`` are ignored by the agents that take none.
     """
     from seal_envs.agents import OracleAgent, RandomAgent
 
@@ -117,14 +116,8 @@ def make_agent(spec: str, **options: Any) -> Callable[[int], Any] | BatchAgent:
         base_url, model = parse_openai_spec(spec)
         keep = {k: v for k, v in options.items() if k in OpenAIChatAgent.OPTIONS and v is not None}
         return lambda seed: OpenAIChatAgent(base_url, model, seed=seed, **keep)
-    if spec.startswith("hf:"):
-        try:
-            from seal_trl.agents import HFBatchAgent
-        except ImportError as e:  # pragma: no cover - depends on the install
-            raise RuntimeError(f"agent {spec!r} needs torch and transformers: pip install 'seal-gym[train]' ({e})") from e
-        keep = {k: v for k, v in options.items() if k in HFBatchAgent.OPTIONS and v is not None}
-        return HFBatchAgent(spec[3:], **keep)
-    raise ValueError(f"unknown agent {spec!r}: use oracle, random, hf:<model> or openai:<base url>#<model>")
+    raise ValueError(f"unknown agent {spec!r}: use oracle, random or openai:<base url>#<model> "
+                     "(hf:<model> through seal_trl.agents.make_agent)")
 
 
 # -- results -------------------------------------------------------------------------------

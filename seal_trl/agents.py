@@ -80,3 +80,14 @@ class HFBatchAgent:
         self.generate_calls += 1
         new = out[:, enc["input_ids"].shape[1]:]
         return [self.tokenizer.decode(row, skip_special_tokens=True) for row in new]
+
+
+def make_agent(spec: str, **options: Any) -> Any:
+    """Any agent spec of ``seal eval``: ``hf:<model id, path or "tiny">`` here (torch), the rest
+    (oracle, random, openai:...) from :func:`seal_envs.eval.make_agent`."""
+    if spec.startswith("hf:"):
+        keep = {k: v for k, v in options.items() if k in HFBatchAgent.OPTIONS and v is not None}
+        return HFBatchAgent(spec[3:], **keep)
+    from seal_envs.eval import make_agent as make_env_agent
+
+    return make_env_agent(spec, **options)

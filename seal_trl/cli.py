@@ -257,7 +257,8 @@ def cmd_play(args: argparse.Namespace) -> int:
 # -- seal eval -----------------------------------------------------------------------------
 def cmd_eval(args: argparse.Namespace) -> int:
     import seal_envs  # noqa: F401
-    from seal_envs.eval import evaluate, make_agent
+    from seal_envs.eval import evaluate
+    from seal_trl.agents import make_agent
 
     options = {"temperature": args.temperature, "top_p": args.top_p, "max_new_tokens": args.max_new_tokens,
                "max_tokens": args.max_new_tokens, "device": args.device, "dtype": args.dtype}

@@ -161,8 +161,9 @@ def test_hf_tiny_agent_one_generate_call_per_round():
     """``--agent hf:tiny``: the CLI's options reach the agent; every round is one generate call."""
     pytest.importorskip("torch")
     from seal_trl.agents import HFBatchAgent
+    from seal_trl.agents import make_agent as make_any_agent
 
-    agent = make_agent("hf:tiny", temperature=None, max_new_tokens=4, max_tokens=4, device="cpu")
+    agent = make_any_agent("hf:tiny", temperature=None, max_new_tokens=4, max_tokens=4, device="cpu")
     assert isinstance(agent, HFBatchAgent) and agent.name == "hf:tiny" and agent.max_new_tokens == 4
     r = evaluate("seal/ToolUse-v0", agent, split="test", k=1, n=2, limit=2, batch_size=4, seed=3)
     assert len(r.episodes) == 4
