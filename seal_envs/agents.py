@@ -96,6 +96,3 @@ def run_episode(env: gym.Env, agent, *, seed: int | None = None, options: dict |
             return reward, info, actions
     raise RuntimeError(f"episode did not end within {max_actions} actions")
 
-
-def actions_of(planned: Sequence[Any]) -> list[str]:
-    return [format_calls_hermes([a]) if isinstance(a, ToolCall) else a for a in planned]

@@ -371,10 +371,6 @@ def plot_surface_timeline(history: Sequence[Mapping[str, Any]], path: str | Path
 
 
 # -- the report ----------------------------------------------------------------------------
-def _fmt(v: Any) -> str:
-    return f"{v:.4f}" if isinstance(v, float) else str(v)
-
-
 def summary_markdown(run: Mapping[str, Any], plots: Mapping[str, str | None] | None = None) -> str:
     metrics, history = run["metrics"], run["surface_history"]
     name = Path(run["dir"]).name or run["dir"]

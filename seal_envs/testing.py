@@ -90,3 +90,26 @@ def check_oracle_solves_all(env_id: str, splits: Iterable[str] = ("train", "test
                 f"{env_id}: oracle failed {info['task_id']}: checks {failed}, labels {sorted(labels)}")
             played += 1
     return played
+
+
+class DoNothingAgent:
+    """Answers every user turn without calling a tool."""
+
+    def reset(self) -> None:
+        pass
+
+    def act(self, env: gym.Env, info: dict) -> str:
+        return "OK, done."
+
+
+def check_do_nothing_fails(env_id: str, splits: Iterable[str] = ("train", "test", "ood"), **kwargs: Any) -> int:
+    """No task may be passed by an agent that does nothing: every task needs work the verifier sees."""
+    env = gym.make(env_id, **kwargs).unwrapped
+    played = 0
+    for split in splits:
+        task_set = env.task_set.with_split(split)
+        for index in range(len(task_set)):
+            reward, info, _ = run_episode(env, DoNothingAgent(), options={"split": split, "index": index})
+            assert reward == 0.0, f"{env_id}: {info['task_id']} passes without a single call"
+            played += 1
+    return played

@@ -12,10 +12,15 @@ from pathlib import Path
 import pytest
 
 import seal_envs
-from seal_envs.agents import OracleAgent, actions_of
+from seal_envs.agents import OracleAgent
+from seal_envs.core.calls import format_calls_hermes
 from seal_envs.core.types import ToolCall
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONIOENCODING": "utf-8"}
+
+
+def _spell(action):
+    return format_calls_hermes([action]) if isinstance(action, ToolCall) else action
 
 
 def seal(*args, stdin=None, timeout=120):
@@ -70,7 +75,7 @@ def test_show_unknown_id_is_an_error():
 # -- play ------------------------------------------------------------------------------------
 def _oracle_script(task):
     agent = OracleAgent()
-    return [a for t in range(len(task.turns)) for a in actions_of(agent.plan_turn(task, t))]
+    return [a for t in range(len(task.turns)) for a in map(_spell, agent.plan_turn(task, t))]
 
 
 def test_play_with_piped_oracle_actions_passes():

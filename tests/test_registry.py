@@ -4,7 +4,7 @@ import gymnasium as gym
 import pytest
 
 import seal_envs
-from seal_envs.testing import check_contract, check_determinism, check_oracle_solves_all
+from seal_envs.testing import check_contract, check_determinism, check_do_nothing_fails, check_oracle_solves_all
 
 NATIVE_IDS = [i for i in seal_envs.registered_ids() if "BFCL" not in i]
 
@@ -28,6 +28,11 @@ def test_oracle_solves_every_task_of_every_split():
     """Train (400), test and ood of the mixture, which covers every native domain."""
     assert check_oracle_solves_all("seal/ToolUse-v0") == 800
     assert check_oracle_solves_all("seal/ToolUse-OOD-v0", splits=("ood",)) == 200
+
+
+def test_no_task_passes_without_work():
+    assert check_do_nothing_fails("seal/ToolUse-v0") == 800
+    assert check_do_nothing_fails("seal/ToolUse-OOD-v0", splits=("ood",)) == 200
 
 
 def test_make_without_import(tmp_path):

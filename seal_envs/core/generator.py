@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from .backend import Backend
 from .types import CallEvent, Task, ToolCall, UserTurn, Withheld
@@ -180,9 +180,6 @@ class TaskBuilder:
             template=template,
             hidden_tools=tuple(sorted(self.hidden)),
         )
-
-
-Intent = Callable[[TaskBuilder], None]
 
 
 class DomainGenerator:

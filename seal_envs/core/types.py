@@ -149,22 +149,13 @@ class Task:
         )
 
 
-# Structured outcome of one attempted call: the base env emits these and the surface renders them.
-EVENT_KINDS = (
-    "ok",
-    "format_error",
-    "unknown_tool",
-    "unavailable_tool",
-    "schema_violation",
-    "policy_violation",
-    "tool_error",
-    "env_error",
-)
-
-
 @dataclass(frozen=True)
 class CallEvent:
-    """What happened when one call was attempted, before any surface renders it."""
+    """What happened when one call was attempted, before any surface renders it.
+
+    ``kind``: ok, format_error, unknown_tool, unavailable_tool, schema_violation,
+    policy_violation, tool_error or env_error.
+    """
 
     kind: str
     tool: str | None = None
