@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import warnings
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import gymnasium as gym
 from gymnasium.utils.env_checker import check_env
@@ -76,19 +76,24 @@ def check_determinism(env_id: str, seeds: Iterable[int] = range(5), **kwargs: An
         assert here == other, f"{env_id}: a fresh process gives different episodes for the same seeds"
 
 
+def every_episode(env_id: str, agent_factory, splits: Iterable[str], **kwargs: Any) -> Iterator[tuple[float, dict]]:
+    """``(reward, final info)`` of ``agent_factory()`` on every task of every split."""
+    env = gym.make(env_id, **kwargs).unwrapped
+    for split in splits:
+        for index in range(len(env.task_set.with_split(split))):
+            reward, info, _ = run_episode(env, agent_factory(), options={"split": split, "index": index})
+            yield reward, info
+
+
 def check_oracle_solves_all(env_id: str, splits: Iterable[str] = ("train", "test", "ood"), **kwargs: Any) -> int:
     """The oracle earns reward 1 with only ``ok`` labels on every task of every split."""
-    env = gym.make(env_id, **kwargs).unwrapped
     played = 0
-    for split in splits:
-        task_set = env.task_set.with_split(split)
-        for index in range(len(task_set)):
-            reward, info, _ = run_episode(env, OracleAgent(), options={"split": split, "index": index})
-            labels = {lb["label"] for lb in info["turn_labels"]}
-            failed = [c["name"] for c in info["verification"]["checks"] if not c["passed"]]
-            assert reward == 1.0 and labels == {"ok"}, (
-                f"{env_id}: oracle failed {info['task_id']}: checks {failed}, labels {sorted(labels)}")
-            played += 1
+    for reward, info in every_episode(env_id, OracleAgent, splits, **kwargs):
+        labels = {lb["label"] for lb in info["turn_labels"]}
+        failed = [c["name"] for c in info["verification"]["checks"] if not c["passed"]]
+        assert reward == 1.0 and labels == {"ok"}, (
+            f"{env_id}: oracle failed {info['task_id']}: checks {failed}, labels {sorted(labels)}")
+        played += 1
     return played
 
 
@@ -104,12 +109,8 @@ class DoNothingAgent:
 
 def check_do_nothing_fails(env_id: str, splits: Iterable[str] = ("train", "test", "ood"), **kwargs: Any) -> int:
     """No task may be passed by an agent that does nothing: every task needs work the verifier sees."""
-    env = gym.make(env_id, **kwargs).unwrapped
     played = 0
-    for split in splits:
-        task_set = env.task_set.with_split(split)
-        for index in range(len(task_set)):
-            reward, info, _ = run_episode(env, DoNothingAgent(), options={"split": split, "index": index})
-            assert reward == 0.0, f"{env_id}: {info['task_id']} passes without a single call"
-            played += 1
+    for reward, info in every_episode(env_id, DoNothingAgent, splits, **kwargs):
+        assert reward == 0.0, f"{env_id}: {info['task_id']} passes without a single call"
+        played += 1
     return played
