@@ -158,10 +158,7 @@ class BankGenerator(DomainGenerator):
         msg = PHRASES.say(b.rng, b.split, "freeze", card=card)
         if plan[0].name == "verify_identity":
             msg = PHRASES.say(b.rng, b.split, "limit_intro", cid=cid, pin=cust["pin"]) + " " + msg
-        if late:
-            b.late_tool(msg, "freeze_card", plan)
-        else:
-            b.turn(msg, plan)
+        b.request(msg, plan, late="freeze_card" if late else None)
 
     def trap(self, b: TaskBuilder) -> None:
         cid, cust, accs = self._customer(b)

@@ -350,10 +350,7 @@ class FilesGenerator(DomainGenerator):
         line = _note(b.rng)
         plan = [C("append_to_file", {"path": path, "line": line})]
         msg = self._say(b, "append", path=path, line=line)
-        if late:
-            b.late_tool(msg, "append_to_file", plan)
-        else:
-            b.turn(msg, plan)
+        b.request(msg, plan, late="append_to_file" if late else None)
 
     def mkdir(self, b: TaskBuilder) -> None:
         path = self._new_folder(b)
@@ -382,10 +379,7 @@ class FilesGenerator(DomainGenerator):
         src, folder = self._movable(b)
         plan = [C("copy", {"source": src, "destination": folder})]
         msg = self._say(b, "backup", src=src, folder=folder)
-        if late:
-            b.late_tool(msg, "copy", plan)
-        else:
-            b.turn(msg, plan)
+        b.request(msg, plan, late="copy" if late else None)
 
     def delete(self, b: TaskBuilder) -> None:
         path = b.rng.choice(self._user_files(b))
@@ -410,10 +404,7 @@ class FilesGenerator(DomainGenerator):
         folder = folder or self._clearable(b)
         msg = msg or self._say(b, "clear", folder=folder)
         plan = [C("delete", {"path": f}) for f in children(b.sim.state, folder)[0]] + [C("delete", {"path": folder})]
-        if late:
-            b.late_tool(msg, "delete", plan)
-        else:
-            b.turn(msg, plan)
+        b.request(msg, plan, late="delete" if late else None)
 
     def find_delete(self, b: TaskBuilder) -> None:
         term, path = self._unique_term(b)

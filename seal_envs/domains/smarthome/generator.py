@@ -357,19 +357,13 @@ class SmartHomeGenerator(DomainGenerator):
         lit = [d for d in lights if b.sim.state["devices"][d]["brightness"] > 0]
         plan = [C("list_devices", {"room": room})] + [C("set_light", {"device_id": d, "brightness": 0}) for d in lit]
         msg = self._say(b, "room_lights_off", room=room)
-        if late:
-            b.late_tool(msg, "set_light", plan)
-        else:
-            b.turn(msg, plan)
+        b.request(msg, plan, late="set_light" if late else None)
 
     def scene(self, b: TaskBuilder, late: bool = False) -> None:
         sid = b.rng.choice(sorted(b.sim.state["scenes"]))
         plan = [C("list_scenes"), C("activate_scene", {"scene_id": sid})]
         msg = self._say(b, "scene", scene=b.sim.state["scenes"][sid]["name"])
-        if late:
-            b.late_tool(msg, "activate_scene", plan)
-        else:
-            b.turn(msg, plan)
+        b.request(msg, plan, late="activate_scene" if late else None)
 
     def car_climate(self, b: TaskBuilder, late: bool = False) -> None:
         """Asked with a charge question when the tool is there; plainly when it comes late, since
