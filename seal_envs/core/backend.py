@@ -143,11 +143,11 @@ class Backend:
         """A copy of the state the verifier compares: everything but session bookkeeping."""
         return copy.deepcopy({k: v for k, v in self.state.items() if not k.startswith("_")})
 
-    def record(self, collection: str, key: str, param: str, noun: str) -> dict:
+    def record(self, collection: str, key: str, param: str, noun: str, hint: str | None = None) -> dict:
         """``state[collection][key]``, or the error an agent can act on: '<noun> <key> not found'."""
         found = self.state[collection].get(key)
         if found is None:
-            raise ToolError(f"{noun} {key} not found", param=param)
+            raise ToolError(f"{noun} {key} not found", param=param, hint=hint)
         return found
 
     @property

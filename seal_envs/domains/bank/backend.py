@@ -34,9 +34,7 @@ class BankBackend(Backend):
             customer_id: The customer id, like C-204.
             pin: The customer's 4-digit PIN.
         """
-        cust = self.state["customers"].get(customer_id)
-        if cust is None:
-            raise ToolError(f"customer {customer_id} not found", param="customer_id")
+        cust = self.record("customers", customer_id, "customer_id", "customer")
         if cust["pin"] != pin:
             raise ToolError("PIN does not match", param="pin")
         self.session["verified"] = customer_id
@@ -49,8 +47,7 @@ class BankBackend(Backend):
         Args:
             customer_id: The customer id, like C-204.
         """
-        if customer_id not in self.state["customers"]:
-            raise ToolError(f"customer {customer_id} not found", param="customer_id")
+        self.record("customers", customer_id, "customer_id", "customer")
         return [{"account_id": a, "kind": acc["kind"]} for a, acc in sorted(self.state["accounts"].items())
                 if acc["owner"] == customer_id]
 
@@ -81,8 +78,7 @@ class BankBackend(Backend):
         Args:
             customer_id: The customer id, like C-204.
         """
-        if customer_id not in self.state["customers"]:
-            raise ToolError(f"customer {customer_id} not found", param="customer_id")
+        self.record("customers", customer_id, "customer_id", "customer")
         used = self.state["transferred_today"].get(customer_id, 0)
         return {"daily_limit": DAILY_LIMIT, "remaining": DAILY_LIMIT - used}
 
@@ -118,9 +114,7 @@ class BankBackend(Backend):
         Args:
             card_id: The card id, like CARD-5521.
         """
-        card = self.state["cards"].get(card_id)
-        if card is None:
-            raise ToolError(f"card {card_id} not found", param="card_id")
+        card = self.record("cards", card_id, "card_id", "card")
         self._require_verified(card["owner"])
         card["status"] = "frozen"
         return {"card_id": card_id, "status": "frozen"}
@@ -147,8 +141,7 @@ class BankBackend(Backend):
             customer_id: The customer id, like C-204.
             kind: The kind of account.
         """
-        if customer_id not in self.state["customers"]:
-            raise ToolError(f"customer {customer_id} not found", param="customer_id")
+        self.record("customers", customer_id, "customer_id", "customer")
         self._require_verified(customer_id)
         new_id = f"ACC-{1001 + len(self.state['accounts'])}"
         self.state["accounts"][new_id] = {"owner": customer_id, "kind": kind, "balance": 0, "transactions": []}

@@ -58,15 +58,11 @@ class CalendarBackend(Backend):
 
     # -- helpers (not tools) -------------------------------------------------------------
     def _contact(self, contact_id: str, param: str) -> dict:
-        person = self.state["contacts"].get(contact_id)
-        if person is None:
-            raise ToolError(f"contact {contact_id} not found", param=param)
+        person = self.record("contacts", contact_id, param, "contact")
         return person
 
     def _event(self, event_id: str) -> dict:
-        ev = self.state["events"].get(event_id)
-        if ev is None:
-            raise ToolError(f"event {event_id} not found", param="event_id")
+        ev = self.record("events", event_id, "event_id", "event")
         if ev["status"] != "scheduled":
             raise ToolError(f"event {event_id} is {ev['status']}", param="event_id")
         return ev
@@ -90,8 +86,7 @@ class CalendarBackend(Backend):
             person, eid = clash[0]
             raise PolicyViolation("no_double_booking", f"{person} is already in {eid} at that time")
         if room:
-            if room not in self.state["rooms"]:
-                raise ToolError(f"room {room} not found", param="room")
+            self.record("rooms", room, "room", "room")
             if self.state["rooms"][room]["capacity"] < len(people):
                 raise ToolError(f"room {room} seats only {self.state['rooms'][room]['capacity']}", param="room")
             if room_taken(self.state, room, day, start, duration, skip):
@@ -140,8 +135,7 @@ class CalendarBackend(Backend):
         Args:
             event_id: The event id, like EV-301.
         """
-        if event_id not in self.state["events"]:
-            raise ToolError(f"event {event_id} not found", param="event_id")
+        self.record("events", event_id, "event_id", "event")
         return self._view(event_id)
 
     @tool(schema={"day": {"minimum": DAYS[0], "maximum": DAYS[1]}})

@@ -24,11 +24,7 @@ class ShopBackend(Backend):
         return self.record("orders", order_id, "order_id", "order")
 
     def _product(self, product_id: str) -> dict:
-        product = self.state["products"].get(product_id)
-        if product is None:
-            raise ToolError(f"product {product_id} not found", param="product_id",
-                            hint="search_products gives product ids")
-        return product
+        return self.record("products", product_id, "product_id", "product", hint="search_products gives product ids")
 
     def _customer(self, customer_id: str) -> dict:
         return self.record("customers", customer_id, "customer_id", "customer")

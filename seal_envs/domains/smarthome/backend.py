@@ -23,20 +23,14 @@ class SmartHomeBackend(Backend):
 
     # -- helpers (not tools) -------------------------------------------------------------
     def _device(self, device_id: str, kind: str | None = None) -> dict:
-        dev = self.state["devices"].get(device_id)
-        if dev is None:
-            raise ToolError(f"device {device_id} not found", param="device_id")
+        dev = self.record("devices", device_id, "device_id", "device")
         if kind is not None and dev["kind"] != kind:
             raise ToolError(f"device {device_id} is a {dev['kind']}, not a {kind}", param="device_id",
                             hint=f"use list_devices to find the {kind}s")
         return dev
 
     def _car(self, car_id: str) -> dict:
-        car = self.state["cars"].get(car_id)
-        if car is None:
-            raise ToolError(f"car {car_id} not found", param="car_id",
-                            hint=f"cars: {', '.join(sorted(self.state['cars']))}")
-        return car
+        return self.record("cars", car_id, "car_id", "car", hint=f"cars: {', '.join(sorted(self.state['cars']))}")
 
     def _room(self, room: str) -> str:
         """Rooms are matched loosely (case, spaces) since users type them freely."""
@@ -185,9 +179,7 @@ class SmartHomeBackend(Backend):
         Args:
             scene_id: The scene id, like SCN-12.
         """
-        scene = self.state["scenes"].get(scene_id)
-        if scene is None:
-            raise ToolError(f"scene {scene_id} not found", param="scene_id", hint="use list_scenes to find scene ids")
+        scene = self.record("scenes", scene_id, "scene_id", "scene", hint="use list_scenes to find scene ids")
         for setting in scene["settings"]:
             self._device(setting["device_id"]).update({k: v for k, v in setting.items() if k != "device_id"})
         self.state["active_scene"] = scene_id

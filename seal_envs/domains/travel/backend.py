@@ -48,9 +48,7 @@ class TravelBackend(Backend):
         return self.record("passengers", membership_id, "membership_id", "passenger with membership id")
 
     def _booking(self, booking_id: str, *, confirmed: bool = False) -> dict:
-        booking = self.state["bookings"].get(booking_id)
-        if booking is None:
-            raise ToolError(f"booking {booking_id} not found", param="booking_id")
+        booking = self.record("bookings", booking_id, "booking_id", "booking")
         if confirmed and booking["status"] != "confirmed":
             raise ToolError(f"booking {booking_id} is {booking['status']}", param="booking_id")
         return booking
