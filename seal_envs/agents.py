@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import gymnasium as gym
 

@@ -42,7 +42,7 @@ def env_catalog() -> list[dict[str, Any]]:
     """Every registered ``seal/`` id with its default split, domains and split sizes."""
     import gymnasium as gym
 
-    import seal_envs
+    import seal_envs  # noqa: F401  (registers the ids)
     from seal_envs.core.generator import SPLITS
 
     rows = []
@@ -92,7 +92,7 @@ def find_task(task_id: str, env_id: str | None = None):
     task set of ``env_id`` or of any registered env that knows the id."""
     import gymnasium as gym
 
-    import seal_envs
+    import seal_envs  # noqa: F401  (registers the ids)
 
     if env_id is None:
         try:

@@ -18,7 +18,7 @@ structured :class:`~seal_envs.core.types.CallEvent`, so no surface can change se
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from .types import CallEvent, ToolSpec
