@@ -69,3 +69,36 @@ def test_efficacy_pipeline_writes_results_and_resumes(tmp_path):
     assert path.stat().st_mtime_ns == mtime
     assert any("skipped" in line for line in logs)
     assert any("cached" in line for line in logs)
+
+
+def test_shared_prefix_loss_equals_full_sequence_loss():
+    """The warm start encodes a batch's common system prompt once; loss and gradients must match
+    the plain full-sequence forward."""
+    import torch
+
+    from benchmarks.efficacy.warmstart import _batches, _collate, build_examples, oracle_conversations, \
+        shared_prefix_loss
+    from seal_trl.tiny import build_tiny_model, build_tiny_tokenizer
+
+    tokenizer = build_tiny_tokenizer()
+    examples = build_examples(tokenizer, oracle_conversations(15, (1, 2, 3, 4)))
+    batches = _batches(examples, 4, __import__("random").Random(0))
+    assert sorted(i for b in batches for i in b) == list(range(len(examples)))
+    for b in batches:  # every batch shares one system prompt (one domain)
+        assert len({tuple(examples[i].ids[: examples[i].prefix_len]) for i in b}) == 1
+    idx = max(batches, key=len)
+    assert len(idx) >= 2 and len({len(examples[i].ids) for i in idx}) > 1  # padding is exercised
+    model = build_tiny_model(tokenizer, hidden_size=32, num_layers=2, num_heads=2, seed=0)
+    shared, covered = shared_prefix_loss(model, examples, idx, tokenizer.pad_token_id)
+    assert covered == sum(len(examples[i].ids) for i in idx)  # sequence tokens, as if run in full
+    shared.backward()
+    grad_shared = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    ids, mask, labels = _collate([(examples[i].ids, examples[i].labels) for i in idx], tokenizer.pad_token_id)
+    plain = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+    plain.backward()
+    assert torch.allclose(shared, plain, atol=1e-5)
+    for g_s, p in zip(grad_shared, model.parameters()):
+        assert torch.allclose(g_s, p.grad, atol=1e-5)
+    with pytest.raises(ValueError, match="mixes system prompts"):  # tasks 0 and 1: bank and shop
+        shared_prefix_loss(model, examples, [0, 1], tokenizer.pad_token_id)

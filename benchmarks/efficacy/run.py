@@ -28,7 +28,8 @@ def _log(msg: str) -> None:
 
 
 def run_study(settings: StudySettings, out: Path, arms: Sequence[str] | None = None,
-              seeds: Sequence[int] | None = None, log: Callable[[str], None] = _log) -> str:
+              seeds: Sequence[int] | None = None, log: Callable[[str], None] = _log,
+              threads: int = 2, warmstart_only: bool = False) -> str:
     import torch
 
     from .evaluate import evaluate_policy
@@ -36,7 +37,7 @@ def run_study(settings: StudySettings, out: Path, arms: Sequence[str] | None = N
     from .rl import result_path, rl_dataset, train_arm
     from .warmstart import load_warmstart, train_warmstart
 
-    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    torch.set_num_threads(max(1, threads))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     arms = list(arms or ARMS)
@@ -64,6 +65,8 @@ def run_study(settings: StudySettings, out: Path, arms: Sequence[str] | None = N
     w = json.loads(warm_eval.read_text())
     log(f"   warm start: test {w['test']['success']:.3f} (progress {w['test']['progress']:.3f}), "
         f"ood {w['ood']['success']:.3f} (progress {w['ood']['progress']:.3f})")
+    if warmstart_only:
+        return ""
     dataset = None
     todo = [(a, s) for a in arms for s in seeds]
     for i, (arm, seed) in enumerate(todo, 1):
@@ -92,6 +95,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--steps", type=int, default=None, help="override the RL steps (probes)")
     p.add_argument("--warmstart-minutes", type=float, default=None, help="override the warm start's time budget")
     p.add_argument("--temperature", type=float, default=None, help="override the RL sampling temperature")
+    p.add_argument("--warmstart-only", action="store_true", help="train and evaluate the warm start, then stop")
+    p.add_argument("--threads", type=int, default=2,
+                   help="torch threads; two workers with --threads 1 and disjoint --seeds share 2 cores well")
     args = p.parse_args(argv)
     settings = copy.deepcopy(QUICK if args.quick else FULL)
     if args.steps is not None:
@@ -101,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.temperature is not None:
         settings.rl.temperature = args.temperature
     out = Path(args.out or ("runs/efficacy-quick" if args.quick else "runs/efficacy"))
-    run_study(settings, out, args.arms, args.seeds)
+    run_study(settings, out, args.arms, args.seeds, threads=args.threads, warmstart_only=args.warmstart_only)
 
 
 if __name__ == "__main__":

@@ -66,8 +66,17 @@ def oracle_conversations(num_tasks: int, difficulties=(1, 2, 3, 4), split: str =
     return out
 
 
-def tokenize_conversation(tokenizer: Any, messages: list[dict], tools: list[dict]) -> tuple[list[int], list[int]]:
-    """``(input_ids, labels)`` with labels = -100 outside assistant message bodies."""
+@dataclass(frozen=True)
+class Example:
+    """One tokenized conversation; ``ids[:prefix_len]`` is the system message (with the tools)."""
+
+    ids: list[int]
+    labels: list[int]
+    prefix_len: int
+
+
+def tokenize_conversation(tokenizer: Any, messages: list[dict], tools: list[dict]) -> Example:
+    """Labels are -100 outside assistant message bodies."""
     def ids(msgs: list[dict]) -> list[int]:
         text = tokenizer.apply_chat_template(msgs, tools=tools, tokenize=False)
         return tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -76,6 +85,7 @@ def tokenize_conversation(tokenizer: Any, messages: list[dict], tools: list[dict
     labels = [-100] * len(full)
     header = tokenizer.convert_tokens_to_ids("<|assistant|>")
     prev = ids(messages[:1])
+    prefix_len = len(prev)
     for k in range(1, len(messages)):
         cur = ids(messages[: k + 1])
         if cur[: len(prev)] != prev:
@@ -87,39 +97,71 @@ def tokenize_conversation(tokenizer: Any, messages: list[dict], tools: list[dict
             for i in range(start, len(cur)):
                 labels[i] = full[i]
         prev = cur
-    return full, labels
+    return Example(full, labels, prefix_len)
 
 
-def build_examples(tokenizer: Any, conversations: list[dict]) -> list[tuple[list[int], list[int]]]:
+def build_examples(tokenizer: Any, conversations: list[dict]) -> list[Example]:
     return [tokenize_conversation(tokenizer, c["messages"], c["tools"]) for c in conversations]
 
 
-def _batches(examples, batch_size: int, rng: random.Random):
-    """Length-bucketed shuffled batches (less padding): sort chunks of 8 batches by length."""
-    order = list(range(len(examples)))
-    rng.shuffle(order)
-    chunk = batch_size * 8
+def _batches(examples: list[Example], batch_size: int, rng: random.Random) -> list[list[int]]:
+    """Shuffled batches whose conversations share one system prefix (one domain's tools), so the
+    prefix is run once per batch; within a prefix group, chunks of 8 batches are sorted by length
+    (less padding)."""
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, ex in enumerate(examples):
+        groups.setdefault(tuple(ex.ids[: ex.prefix_len]), []).append(i)
     batches = []
-    for c in range(0, len(order), chunk):
-        part = sorted(order[c:c + chunk], key=lambda i: len(examples[i][0]))
-        batches += [part[i:i + batch_size] for i in range(0, len(part), batch_size)]
+    for key in sorted(groups):
+        order = groups[key][:]
+        rng.shuffle(order)
+        chunk = batch_size * 8
+        for c in range(0, len(order), chunk):
+            part = sorted(order[c:c + chunk], key=lambda i: len(examples[i].ids))
+            batches += [part[i:i + batch_size] for i in range(0, len(part), batch_size)]
     rng.shuffle(batches)
     return batches
 
 
-def _collate(examples, idx, pad_id: int):
+def _collate(rows: list[tuple[list[int], list[int]]], pad_id: int):
     import torch
 
-    width = max(len(examples[i][0]) for i in idx)
-    ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
-    labels = torch.full((len(idx), width), -100, dtype=torch.long)
-    mask = torch.zeros((len(idx), width), dtype=torch.long)
-    for r, i in enumerate(idx):
-        x, y = examples[i]
+    width = max(len(x) for x, _ in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(rows), width), -100, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for r, (x, y) in enumerate(rows):
         ids[r, : len(x)] = torch.tensor(x)
         labels[r, : len(y)] = torch.tensor(y)
         mask[r, : len(x)] = 1
     return ids, mask, labels
+
+
+def shared_prefix_loss(model: Any, examples: list[Example], idx: list[int], pad_id: int):
+    """Mean next-token loss over the batch's target tokens, with the common system prefix run once.
+
+    The prefix (a domain's system prompt and tools: about two thirds of every conversation) is
+    encoded for one row and its keys/values expanded to the batch, so a step costs the prefix once
+    plus each suffix; gradients flow back through the expansion. The loss equals the plain
+    full-sequence loss (no target lies in the prefix). Returns ``(loss, tokens covered)``.
+    """
+    import torch
+    from transformers import DynamicCache
+
+    first = examples[idx[0]]
+    p = first.prefix_len
+    if any(examples[i].ids[:p] != first.ids[:p] for i in idx):
+        raise ValueError("a shared-prefix batch mixes system prompts")
+    ids, mask, labels = _collate([(examples[i].ids[p:], examples[i].labels[p:]) for i in idx], pad_id)
+    n = len(idx)
+    out = model(input_ids=torch.tensor([first.ids[:p]]), use_cache=True)
+    kv = [(layer.keys.expand(n, -1, -1, -1), layer.values.expand(n, -1, -1, -1))
+          for layer in out.past_key_values.layers]
+    full_mask = torch.cat([torch.ones(n, p, dtype=mask.dtype), mask], dim=1)
+    positions = torch.arange(p, p + ids.shape[1]).unsqueeze(0).expand(n, -1)
+    loss = model(input_ids=ids, attention_mask=full_mask, position_ids=positions,
+                 past_key_values=DynamicCache(ddp_cache_data=kv), labels=labels).loss
+    return loss, p * n + int(mask.sum())
 
 
 def train_warmstart(cfg: WarmStartConfig, out_dir: Path, log: Callable[[str], None] = print) -> dict[str, Any]:
@@ -140,8 +182,8 @@ def train_warmstart(cfg: WarmStartConfig, out_dir: Path, log: Callable[[str], No
     t0 = time.perf_counter()
     convs = oracle_conversations(cfg.num_tasks, cfg.difficulties)
     examples = build_examples(tokenizer, convs)
-    tokens = sum(len(x) for x, _ in examples)
-    targets = sum(sum(t != -100 for t in y) for _, y in examples)
+    tokens = sum(len(ex.ids) for ex in examples)
+    targets = sum(sum(t != -100 for t in ex.labels) for ex in examples)
     log(f"[warmstart] {len(examples)} oracle trajectories, {tokens} tokens ({targets} targets), "
         f"prepared in {time.perf_counter() - t0:.1f} s")
     model = build_tiny_model(tokenizer, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers,
@@ -171,15 +213,14 @@ def train_warmstart(cfg: WarmStartConfig, out_dir: Path, log: Callable[[str], No
             lr *= cfg.min_lr_frac + (1 - cfg.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * progress))
             for g in opt.param_groups:
                 g["lr"] = lr
-            ids, mask, labels = _collate(examples, idx, tokenizer.pad_token_id)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16):
-                loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+                loss, covered = shared_prefix_loss(model, examples, idx, tokenizer.pad_token_id)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             step += 1
-            seen_tokens += int(mask.sum())
+            seen_tokens += covered
             if step % 10 == 0 or step == 1:
                 rec = {"step": step, "epoch": epoch, "loss": round(loss.item(), 4), "lr": lr,
                        "seconds": round(time.perf_counter() - start, 1)}
