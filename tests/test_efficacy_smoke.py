@@ -33,7 +33,7 @@ def _micro():
 
 @pytest.mark.timeout(240)
 def test_efficacy_pipeline_writes_results_and_resumes(tmp_path):
-    from benchmarks.efficacy.report import summarize
+    from benchmarks.efficacy.report import plot, summarize
     from benchmarks.efficacy.rl import result_path
     from benchmarks.efficacy.run import run_study
 
@@ -62,6 +62,11 @@ def test_efficacy_pipeline_writes_results_and_resumes(tmp_path):
             assert key in e
     assert "| seal:" in table and "warm start (no RL)" in table
     assert set(summarize(tmp_path)["arms"]) == {"seal"}
+    drawn = plot(tmp_path, tmp_path / "efficacy.png")
+    assert drawn["splits"]["test"]["seal"] == [result["eval"]["test"]["success"]]
+    assert drawn["train_curves"]["seal"] == result["train"]["success_rate"]
+    assert drawn["warmstart"]["test"] == warm_eval["test"]["success"]
+    assert drawn["path"] and (tmp_path / "efficacy.png").stat().st_size > 0
 
     mtime = path.stat().st_mtime_ns
     logs.clear()

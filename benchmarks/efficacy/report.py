@@ -97,6 +97,55 @@ def markdown(out: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def plot(out: Path, path: str | Path | None) -> dict[str, Any]:
+    """Greedy success per arm (seed mean, spread, each seed) with the warm start as a line, and the
+    sampled training success per RL step; drawn to ``path`` when matplotlib is installed. Returns the data."""
+    from seal_envs.report import _figure, _save
+
+    s = summarize(out)
+    data: dict[str, Any] = {"arms": list(s["arms"]), "warmstart": None, "splits": {}, "train_curves": {}}
+    for split in ("test", "ood"):
+        data["splits"][split] = {arm: r[split]["values"] for arm, r in s["arms"].items()}
+    if s["warmstart"]:
+        data["warmstart"] = {split: s["warmstart"][split]["success"] for split in ("test", "ood")}
+    for arm, results in load_results(out).items():
+        curves = [r["train"]["success_rate"] for r in results if r["train"]["success_rate"]]
+        if curves:
+            n = min(len(c) for c in curves)
+            data["train_curves"][arm] = [statistics.fmean(c[i] or 0.0 for c in curves) for i in range(n)]
+    fig = _figure(rows=1, height=4.0)
+    if fig is None:
+        return {**data, "path": None}
+    fig.set_size_inches(12, 4.0)
+    left, right = fig.subplots(1, 2)
+    arms = data["arms"]
+    for j, (split, offset) in enumerate((("test", -0.2), ("ood", 0.2))):
+        values = data["splits"][split]
+        means = [100 * statistics.fmean(values[a]) if values[a] else 0.0 for a in arms]
+        stds = [100 * statistics.stdev(values[a]) if len(values[a]) > 1 else 0.0 for a in arms]
+        xs = [i + offset for i in range(len(arms))]
+        left.bar(xs, means, width=0.38, yerr=stds, capsize=3, label=split, color=f"C{j}", alpha=0.8)
+        for x, a in zip(xs, arms):
+            left.scatter([x] * len(values[a]), [100 * v for v in values[a]], color="k", s=8, zorder=3)
+        if data["warmstart"]:
+            left.axhline(100 * data["warmstart"][split], color=f"C{j}", linestyle="--", linewidth=1,
+                         label=f"warm start ({split})")
+    left.set_xticks(range(len(arms)), arms, rotation=20)
+    left.set_ylabel("greedy success %")
+    left.set_title("Success after RL (bars: seed mean ± std; dots: seeds)")
+    left.legend(fontsize="small")
+    left.grid(axis="y", alpha=0.3)
+    for i, (arm, curve) in enumerate(data["train_curves"].items()):
+        right.plot(range(1, len(curve) + 1), curve, marker="o", markersize=3, label=arm, color=f"C{i}")
+    right.set_xlabel("RL step")
+    right.set_ylabel("sampled success (seed mean)")
+    right.set_title("Training success during RL")
+    right.grid(alpha=0.3)
+    if data["train_curves"]:
+        right.legend(fontsize="small")
+    return {**data, "path": _save(fig, path)}
+
+
 def _labels(fr: dict[str, float], top: int = 4) -> str:
     items = sorted(fr.items(), key=lambda kv: -kv[1])[:top]
     return ", ".join(f"{k} {100 * v:.0f}%" for k, v in items) or "-"
@@ -109,8 +158,12 @@ def _counts(c: dict[str, int]) -> str:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--out", default="runs/efficacy")
+    p.add_argument("--png", default=None, help="also draw the plot here (default <out>/efficacy.png)")
     args = p.parse_args(argv)
     print(markdown(Path(args.out)))
+    drawn = plot(Path(args.out), args.png or Path(args.out) / "efficacy.png")
+    if drawn["path"]:
+        print(f"plot: {drawn['path']}")
 
 
 if __name__ == "__main__":

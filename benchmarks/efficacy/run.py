@@ -5,7 +5,7 @@
 
 Resumable: the warm start is cached in ``<out>/warmstart``, its evaluation in
 ``<out>/warmstart/eval.json`` and each arm+seed writes ``<out>/arms/<arm>/seed<k>/result.json``
-when done; a rerun skips everything that exists. The table goes to ``<out>/table.md``.
+when done; a rerun skips everything that exists. The table goes to ``<out>/table.md``, the plot to ``<out>/efficacy.png``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def run_study(settings: StudySettings, out: Path, arms: Sequence[str] | None = N
     import torch
 
     from .evaluate import evaluate_policy
-    from .report import markdown
+    from .report import markdown, plot
     from .rl import result_path, rl_dataset, train_arm
     from .warmstart import load_warmstart, train_warmstart
 
@@ -82,6 +82,7 @@ def run_study(settings: StudySettings, out: Path, arms: Sequence[str] | None = N
             f"{r['seconds']:.0f} s")
     table = markdown(out)
     (out / "table.md").write_text(table)
+    plot(out, out / "efficacy.png")
     log("== table\n" + table)
     return table
 
