@@ -107,3 +107,22 @@ def test_shared_prefix_loss_equals_full_sequence_loss():
         assert torch.allclose(g_s, p.grad, atol=1e-5)
     with pytest.raises(ValueError, match="mixes system prompts"):  # tasks 0 and 1: bank and shop
         shared_prefix_loss(model, examples, [0, 1], tokenizer.pad_token_id)
+
+
+def test_extra_warmstart_tasks_are_new_seeds_and_skip_held_out_requests(monkeypatch):
+    import seal_envs.tasks as tasks
+    from benchmarks.efficacy.warmstart import EXTRA_SEED, extra_conversations
+
+    convs, dropped = extra_conversations(10)
+    assert dropped == 0 and len(convs) == 10 and all(c["reward"] == 1.0 for c in convs)
+    seeds = [int(c["task_id"].split("/")[-1]) for c in convs]
+    assert seeds == list(range(EXTRA_SEED, EXTRA_SEED + 10))
+    assert all("/train/" in c["task_id"] for c in convs)
+    assert len({c["task_id"].split("/")[0] for c in convs}) == 5  # cycles the train domains
+
+    test_task = tasks.default_task_set("test")[0]
+    real = tasks.generate
+    monkeypatch.setattr(tasks, "generate", lambda d, seed, diff, split: test_task if seed == EXTRA_SEED
+                        else real(d, seed, diff, split))
+    convs, dropped = extra_conversations(3)
+    assert dropped == 1 and len(convs) == 2 and test_task.task_id not in {c["task_id"] for c in convs}

@@ -40,6 +40,7 @@ class WarmStartConfig:
     seed: int = 0
     bf16: bool = True
     difficulties: tuple[int, ...] = (1, 2, 3, 4)
+    extra_tasks: int = 0  # more train-domain tasks (seeds EXTRA_SEED..): see extra_conversations
 
     def key(self) -> dict[str, Any]:
         d = asdict(self)
@@ -47,23 +48,62 @@ class WarmStartConfig:
         return d
 
 
+EXTRA_SEED = 10_000  # extra warm-start tasks use seeds 10_000.. (train 0-399, test 100_000+, ood 200_000+)
+
+
+def _play(env: Any, options: dict) -> dict:
+    from seal_envs.agents import OracleAgent, run_episode
+
+    reward, info, _ = run_episode(env, OracleAgent(), options=options)
+    return {"messages": info["messages"], "tools": info["tools"], "task_id": info["task_id"],
+            "difficulty": info["difficulty"], "reward": reward}
+
+
 def oracle_conversations(num_tasks: int, difficulties=(1, 2, 3, 4), split: str = "train") -> list[dict]:
     """``[{"messages", "tools", "task_id", "difficulty"}]`` of the oracle's episodes."""
     import gymnasium as gym
 
     import seal_envs  # noqa: F401
-    from seal_envs.agents import OracleAgent, run_episode
 
     env = gym.make(ENV_ID, split=split).unwrapped
-    out = []
-    for index in range(min(num_tasks, len(env.task_set))):
-        if env.task_set.slot(index).difficulty not in difficulties:
-            continue
-        reward, info, _ = run_episode(env, OracleAgent(), options={"split": split, "index": index})
-        out.append({"messages": info["messages"], "tools": info["tools"], "task_id": info["task_id"],
-                    "difficulty": info["difficulty"], "reward": reward})
+    out = [_play(env, {"split": split, "index": index}) for index in range(min(num_tasks, len(env.task_set)))
+           if env.task_set.slot(index).difficulty in difficulties]
     env.close()
     return out
+
+
+def extra_conversations(num_tasks: int, difficulties=(1, 2, 3, 4)) -> tuple[list[dict], int]:
+    """Oracle episodes of ``num_tasks`` more tasks from the train domains' generators (train
+    phrasings), seeds ``EXTRA_SEED + k``, cycling domains and difficulties like a split does.
+
+    They stand in for what a pretrained model brings to SEAL (the paper starts from an instruct
+    model): the call format and copying values from the request, learned from variety rather than
+    by memorizing 400 tasks. A 1.3M model trained 30 minutes on the 400 train tasks alone
+    memorized them (loss 0.02) and copied no value it had not seen (0% test). Tasks whose opening
+    request equals one of a test or ood task's are dropped; the count dropped is returned.
+    """
+    import gymnasium as gym
+
+    import seal_envs  # noqa: F401
+    from seal_envs.domains import TRAIN_DOMAINS
+    from seal_envs.tasks import default_task_set, generate
+
+    held = set()
+    for split in ("test", "ood"):
+        ts = default_task_set(split)
+        held |= {ts[i].turns[0].message for i in range(len(ts))}
+    env = gym.make(ENV_ID).unwrapped
+    out, dropped = [], 0
+    for k in range(num_tasks):
+        domain = TRAIN_DOMAINS[k % len(TRAIN_DOMAINS)]
+        difficulty = difficulties[(k // len(TRAIN_DOMAINS)) % len(difficulties)]
+        task = generate(domain, EXTRA_SEED + k, difficulty, "train")
+        if task.turns[0].message in held:
+            dropped += 1
+            continue
+        out.append(_play(env, {"task": task}))
+    env.close()
+    return out, dropped
 
 
 @dataclass(frozen=True)
@@ -178,10 +218,14 @@ def train_warmstart(cfg: WarmStartConfig, out_dir: Path, log: Callable[[str], No
             log(f"[warmstart] cached: {out_dir} ({meta['steps']} steps, final loss {meta['final_loss']:.3f})")
             return meta
         log("[warmstart] cached settings differ: retraining")
+    (out_dir / "eval.json").unlink(missing_ok=True)  # an evaluation belongs to the model it measured
     tokenizer = build_tiny_tokenizer()
     t0 = time.perf_counter()
     convs = oracle_conversations(cfg.num_tasks, cfg.difficulties)
-    examples = build_examples(tokenizer, convs)
+    extra, dropped = extra_conversations(cfg.extra_tasks, cfg.difficulties) if cfg.extra_tasks else ([], 0)
+    if cfg.extra_tasks:
+        log(f"[warmstart] {len(extra)} extra train-domain tasks ({dropped} dropped: same request as a test/ood task)")
+    examples = build_examples(tokenizer, convs + extra)
     tokens = sum(len(ex.ids) for ex in examples)
     targets = sum(sum(t != -100 for t in ex.labels) for ex in examples)
     log(f"[warmstart] {len(examples)} oracle trajectories, {tokens} tokens ({targets} targets), "
@@ -231,7 +275,7 @@ def train_warmstart(cfg: WarmStartConfig, out_dir: Path, log: Callable[[str], No
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir / "model")
     tokenizer.save_pretrained(out_dir / "model")
-    meta = {"config": cfg.key(), "params": params, "examples": len(examples), "tokens": tokens,
+    meta = {"config": cfg.key(), "params": params, "examples": len(examples), "extra_dropped": dropped, "tokens": tokens,
             "target_tokens": targets, "steps": step, "epochs": epoch, "seconds": round(seconds, 1),
             "final_loss": history[-1]["loss"] if history else float("nan"), "history": history}
     meta_path.write_text(json.dumps(meta, indent=1))
