@@ -23,7 +23,7 @@ def _micro():
     return StudySettings(
         name="micro",
         warmstart=WarmStartConfig(num_tasks=8, max_steps=3, minutes=1.0, hidden_size=32, num_layers=1, num_heads=2,
-                                  batch_size=4, warmup_steps=1, difficulties=(1, 2)),
+                                  batch_size=4, warmup_steps=1, difficulties=(1, 2), domains=("bank", "shop")),
         rl=RLConfig(steps=1, tasks_per_step=2, num_generations=2, max_turns=2, max_new_tokens_per_turn=12,
                     evolver_min_episodes=2),
         eval=EvalConfig(test_tasks=2, ood_tasks=2, max_new_tokens=12, max_steps=2, batch_size=4),
@@ -42,7 +42,9 @@ def test_efficacy_pipeline_writes_results_and_resumes(tmp_path):
     table = run_study(settings, tmp_path, arms=["seal"], seeds=[0], log=logs.append)
 
     meta = json.loads((tmp_path / "warmstart" / "warmstart.json").read_text())
-    assert meta["steps"] == 3 and meta["examples"] == 8 and meta["target_tokens"] > 0
+    assert meta["steps"] == 3 and meta["target_tokens"] > 0
+    assert meta["examples"] == 4  # of the first 8 tasks of two domains, 4 have difficulty 1 or 2
+    assert meta["config"]["domains"] == ["bank", "shop"]
     assert (tmp_path / "warmstart" / "model" / "config.json").exists()
     warm_eval = json.loads((tmp_path / "warmstart" / "eval.json").read_text())
     assert {"test", "ood"} <= set(warm_eval) and warm_eval["test"]["tasks"] == 2
@@ -58,6 +60,7 @@ def test_efficacy_pipeline_writes_results_and_resumes(tmp_path):
     for split in ("test", "ood"):
         e = result["eval"][split]
         assert e["tasks"] == 2 and 0.0 <= e["success"] <= 1.0
+        assert set(e["by_domain"]) == {"bank", "shop"}  # the study's domains reach the evaluation
         for key in ("stderr", "progress", "by_difficulty", "label_fraction"):
             assert key in e
     assert "| seal:" in table and "warm start (no RL)" in table
@@ -126,3 +129,15 @@ def test_extra_warmstart_tasks_are_new_seeds_and_skip_held_out_requests(monkeypa
                         else real(d, seed, diff, split))
     convs, dropped = extra_conversations(3)
     assert dropped == 1 and len(convs) == 2 and test_task.task_id not in {c["task_id"] for c in convs}
+
+
+def test_study_domains_restrict_warm_start_and_rl_tasks():
+    from benchmarks.efficacy.rl import rl_dataset
+    from benchmarks.efficacy.warmstart import extra_conversations, oracle_conversations
+
+    convs, _ = extra_conversations(4, domains=("files",))
+    assert {c["task_id"].split("/")[0] for c in convs} == {"files"}
+    assert {c["task_id"].split("/")[0] for c in oracle_conversations(6, domains=("files",))} == {"files"}
+    ds = rl_dataset((1,), ("files",))
+    assert len(ds) == 100 and {t.split("/")[0] for t in ds["task_id"]} == {"files"}
+    assert {t.split("/")[2] for t in ds["task_id"]} == {"d1"}

@@ -21,7 +21,8 @@ def std_error(p: float, n: int) -> float:
 
 
 def evaluate_policy(model: Any, tokenizer: Any, split: str, limit: int, *, max_new_tokens: int = 96,
-                    max_steps: int = 12, batch_size: int = 32, log=None) -> dict[str, Any]:
+                    max_steps: int = 12, batch_size: int = 32, log=None,
+                    domains: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Success, mean reward and progress, per difficulty / domain / held-out-ness, and label shares."""
     from seal_envs.eval import evaluate
     from seal_trl.agents import HFBatchAgent
@@ -34,7 +35,7 @@ def evaluate_policy(model: Any, tokenizer: Any, split: str, limit: int, *, max_n
             log(f"    eval {split}: {done}/{total} episodes")
 
     result = evaluate(ENV_ID, agent, split=split, k=1, limit=limit, batch_size=batch_size,
-                      env_kwargs={"max_steps": max_steps}, agent_name="tiny-warmstart", progress=progress)
+                      env_kwargs={"max_steps": max_steps, "domains": domains}, agent_name="tiny-warmstart", progress=progress)
     if was_training:
         model.train()
     eps = result.episodes

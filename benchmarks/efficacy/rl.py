@@ -25,12 +25,12 @@ def result_path(out: Path, arm: str, seed: int) -> Path:
     return Path(out) / "arms" / arm / f"seed{seed}" / RESULT_FILE
 
 
-def rl_dataset(difficulties) -> Any:
+def rl_dataset(difficulties, domains: tuple[str, ...] | None = None) -> Any:
     from seal_envs.tasks import default_task_set
     from seal_trl.data import make_dataset
 
-    task_set = default_task_set("train")
-    ds = make_dataset(ENV_ID, "train")
+    task_set = default_task_set("train", domains)
+    ds = make_dataset(ENV_ID, "train", env_kwargs={"domains": domains})
     return ds.filter(lambda row: task_set.slot(row["task_index"]).difficulty in tuple(difficulties))
 
 
@@ -51,7 +51,8 @@ def _callback(log: Callable[[str], None], steps: int, start: float):
 
 
 def train_arm(arm: str, seed: int, out: Path, warm_dir: Path, rl: RLConfig, ev: EvalConfig,
-              log: Callable[[str], None] = print, dataset: Any = None) -> dict[str, Any]:
+              log: Callable[[str], None] = print, dataset: Any = None,
+              domains: tuple[str, ...] | None = None) -> dict[str, Any]:
     import torch
 
     from seal_trl.config import SEALConfig
@@ -68,12 +69,12 @@ def train_arm(arm: str, seed: int, out: Path, warm_dir: Path, rl: RLConfig, ev: 
         learning_rate=rl.lr, lr_scheduler_type="constant", max_steps=rl.steps, seed=seed, beta=0.0,
         per_device_train_batch_size=rl.tasks_per_step * rl.num_generations, num_generations=rl.num_generations,
         temperature=rl.temperature, max_completion_length=rl.max_turns * (rl.max_new_tokens_per_turn + 96),
-        env_id=ENV_ID, env_kwargs={"reward_mode": rl.reward_mode}, max_turns=rl.max_turns,
+        env_id=ENV_ID, env_kwargs={"reward_mode": rl.reward_mode, "domains": domains}, max_turns=rl.max_turns,
         max_new_tokens_per_turn=rl.max_new_tokens_per_turn, evolver_min_episodes=rl.evolver_min_episodes,
         **overrides,
     )
     trainer = SEALGRPOTrainer(model=model, args=config, processing_class=tokenizer,
-                              train_dataset=dataset if dataset is not None else rl_dataset(rl.difficulties),
+                              train_dataset=dataset if dataset is not None else rl_dataset(rl.difficulties, domains),
                               callbacks=[_callback(log, rl.steps, start)])
     trainer.train()
     train_seconds = time.perf_counter() - start
@@ -88,7 +89,8 @@ def train_arm(arm: str, seed: int, out: Path, warm_dir: Path, rl: RLConfig, ev: 
     model.eval()
     with torch.no_grad():
         evals = {split: evaluate_policy(model, tokenizer, split, limit, max_new_tokens=ev.max_new_tokens,
-                                        max_steps=ev.max_steps, batch_size=ev.batch_size, log=log)
+                                        max_steps=ev.max_steps, batch_size=ev.batch_size, log=log,
+                                        domains=domains)
                  for split, limit in (("test", ev.test_tasks), ("ood", ev.ood_tasks))}
     result = {
         "arm": arm, "seed": seed, "overrides": overrides, "rl": rl.to_dict(),

@@ -58,7 +58,8 @@ def run_study(settings: StudySettings, out: Path, arms: Sequence[str] | None = N
         model.eval()
         with torch.no_grad():
             res = {split: evaluate_policy(model, tokenizer, split, limit, max_new_tokens=ev.max_new_tokens,
-                                          max_steps=ev.max_steps, batch_size=ev.batch_size, log=log)
+                                          max_steps=ev.max_steps, batch_size=ev.batch_size, log=log,
+                                          domains=settings.warmstart.domains)
                    for split, limit in (("test", ev.test_tasks), ("ood", ev.ood_tasks))}
         res["eval_settings"] = asdict(ev)
         warm_eval.write_text(json.dumps(res, indent=1))
@@ -74,10 +75,11 @@ def run_study(settings: StudySettings, out: Path, arms: Sequence[str] | None = N
             log(f"== [{i}/{len(todo)}] {arm} seed {seed}: done already, skipped")
             continue
         if dataset is None:
-            dataset = rl_dataset(settings.rl.difficulties)
+            dataset = rl_dataset(settings.rl.difficulties, settings.warmstart.domains)
         log(f"== [{i}/{len(todo)}] {arm} seed {seed}: {settings.rl.steps} steps x "
             f"{settings.rl.tasks_per_step} tasks x {settings.rl.num_generations} samples")
-        r = train_arm(arm, seed, out, warm_dir, settings.rl, ev, log=log, dataset=dataset)
+        r = train_arm(arm, seed, out, warm_dir, settings.rl, ev, log=log, dataset=dataset,
+                      domains=settings.warmstart.domains)
         log(f"   {arm} seed {seed}: test {r['eval']['test']['success']:.3f}, ood {r['eval']['ood']['success']:.3f}, "
             f"{r['seconds']:.0f} s")
     table = markdown(out)

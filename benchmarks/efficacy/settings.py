@@ -60,8 +60,8 @@ class StudySettings:
 # model (the probe's) costs ~4x per token and would not fit: prompts here are 600-1500 tokens.
 FULL = StudySettings(
     name="full",
-    warmstart=WarmStartConfig(minutes=30.0, hidden_size=128, num_layers=4, num_heads=4, batch_size=16, lr=3e-3,
-                              warmup_steps=20, difficulties=(1, 2, 3, 4), extra_tasks=6000),
+    warmstart=WarmStartConfig(minutes=25.0, hidden_size=128, num_layers=4, num_heads=4, batch_size=16, lr=3e-3,
+                              warmup_steps=20, difficulties=(1, 2, 3, 4), extra_tasks=6000, domains=("bank",)),
     rl=RLConfig(steps=4, tasks_per_step=4, num_generations=4, max_turns=4, max_new_tokens_per_turn=64),
     eval=EvalConfig(test_tasks=40, ood_tasks=40, max_new_tokens=64, max_steps=6, batch_size=40),
     seeds=(0, 1, 2),

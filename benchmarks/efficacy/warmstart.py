@@ -41,10 +41,15 @@ class WarmStartConfig:
     bf16: bool = True
     difficulties: tuple[int, ...] = (1, 2, 3, 4)
     extra_tasks: int = 0  # more train-domain tasks (seeds EXTRA_SEED..): see extra_conversations
+    domains: tuple[str, ...] | None = None  # None: the five train domains (the env's default)
 
     def key(self) -> dict[str, Any]:
         d = asdict(self)
         d["difficulties"] = list(self.difficulties)
+        if self.domains is None:
+            d.pop("domains")  # keeps the cache key of warm starts trained before the field existed
+        else:
+            d["domains"] = list(self.domains)
         return d
 
 
@@ -59,20 +64,22 @@ def _play(env: Any, options: dict) -> dict:
             "difficulty": info["difficulty"], "reward": reward}
 
 
-def oracle_conversations(num_tasks: int, difficulties=(1, 2, 3, 4), split: str = "train") -> list[dict]:
+def oracle_conversations(num_tasks: int, difficulties=(1, 2, 3, 4), split: str = "train",
+                         domains: tuple[str, ...] | None = None) -> list[dict]:
     """``[{"messages", "tools", "task_id", "difficulty"}]`` of the oracle's episodes."""
     import gymnasium as gym
 
     import seal_envs  # noqa: F401
 
-    env = gym.make(ENV_ID, split=split).unwrapped
+    env = gym.make(ENV_ID, split=split, domains=domains).unwrapped
     out = [_play(env, {"split": split, "index": index}) for index in range(min(num_tasks, len(env.task_set)))
            if env.task_set.slot(index).difficulty in difficulties]
     env.close()
     return out
 
 
-def extra_conversations(num_tasks: int, difficulties=(1, 2, 3, 4)) -> tuple[list[dict], int]:
+def extra_conversations(num_tasks: int, difficulties=(1, 2, 3, 4),
+                        domains: tuple[str, ...] | None = None) -> tuple[list[dict], int]:
     """Oracle episodes of ``num_tasks`` more tasks from the train domains' generators (train
     phrasings), seeds ``EXTRA_SEED + k``, cycling domains and difficulties like a split does.
 
@@ -88,15 +95,16 @@ def extra_conversations(num_tasks: int, difficulties=(1, 2, 3, 4)) -> tuple[list
     from seal_envs.domains import TRAIN_DOMAINS
     from seal_envs.tasks import default_task_set, generate
 
+    pool = tuple(domains) if domains else TRAIN_DOMAINS
     held = set()
     for split in ("test", "ood"):
-        ts = default_task_set(split)
+        ts = default_task_set(split, domains)
         held |= {ts[i].turns[0].message for i in range(len(ts))}
-    env = gym.make(ENV_ID).unwrapped
+    env = gym.make(ENV_ID, domains=domains).unwrapped
     out, dropped = [], 0
     for k in range(num_tasks):
-        domain = TRAIN_DOMAINS[k % len(TRAIN_DOMAINS)]
-        difficulty = difficulties[(k // len(TRAIN_DOMAINS)) % len(difficulties)]
+        domain = pool[k % len(pool)]
+        difficulty = difficulties[(k // len(pool)) % len(difficulties)]
         task = generate(domain, EXTRA_SEED + k, difficulty, "train")
         if task.turns[0].message in held:
             dropped += 1
@@ -221,8 +229,9 @@ def train_warmstart(cfg: WarmStartConfig, out_dir: Path, log: Callable[[str], No
     (out_dir / "eval.json").unlink(missing_ok=True)  # an evaluation belongs to the model it measured
     tokenizer = build_tiny_tokenizer()
     t0 = time.perf_counter()
-    convs = oracle_conversations(cfg.num_tasks, cfg.difficulties)
-    extra, dropped = extra_conversations(cfg.extra_tasks, cfg.difficulties) if cfg.extra_tasks else ([], 0)
+    convs = oracle_conversations(cfg.num_tasks, cfg.difficulties, domains=cfg.domains)
+    extra, dropped = (extra_conversations(cfg.extra_tasks, cfg.difficulties, cfg.domains) if cfg.extra_tasks
+                      else ([], 0))
     if cfg.extra_tasks:
         log(f"[warmstart] {len(extra)} extra train-domain tasks ({dropped} dropped: same request as a test/ood task)")
     examples = build_examples(tokenizer, convs + extra)
