@@ -62,8 +62,8 @@ FULL = StudySettings(
     name="full",
     warmstart=WarmStartConfig(minutes=25.0, hidden_size=128, num_layers=4, num_heads=4, batch_size=16, lr=3e-3,
                               warmup_steps=20, difficulties=(1, 2, 3, 4), extra_tasks=6000, domains=("bank",)),
-    rl=RLConfig(steps=4, tasks_per_step=4, num_generations=4, max_turns=4, max_new_tokens_per_turn=64),
-    eval=EvalConfig(test_tasks=40, ood_tasks=40, max_new_tokens=64, max_steps=6, batch_size=40),
+    rl=RLConfig(steps=6, tasks_per_step=8, num_generations=8, max_turns=4, max_new_tokens_per_turn=64, lr=5e-4),
+    eval=EvalConfig(test_tasks=100, ood_tasks=100, max_new_tokens=64, max_steps=6, batch_size=50),
     seeds=(0, 1, 2),
 )
 
