@@ -54,10 +54,12 @@ class StudySettings:
     notes: list[str] = field(default_factory=list)
 
 
-# Sized from the quick run's measured throughput on 2 CPU cores (64x2 model: ~3-7k training
-# tokens/s; an RL step of 16 episodes x 4 turns ~75 s and a 20-episode greedy evaluation ~40 s with
-# one of the two cores taken by another job) to land near 2 hours on two dedicated cores. A 128x4
-# model (the probe's) costs ~4x per token and would not fit: prompts here are 600-1500 tokens.
+# One domain (bank: 9 tools, prompts ~530 tokens), measured on 2 CPU cores: the 128x4 warm start
+# trains at ~12.9k tokens/s (shared-prefix batches) and reaches 60% on difficulty-1 test tasks in
+# 25 minutes; an RL step of 64 episodes takes 30-40 s on 2 threads (55 s on 1 thread beside a second
+# worker) and a 100+100-task greedy evaluation ~35 s. 18 arm runs as two 1-thread workers take about
+# an hour, so warm start + study fit in 2 hours. The same warm start on all five train domains
+# scored 0% after 30 minutes (see docs/benchmarks.md), which leaves RL nothing to reinforce.
 FULL = StudySettings(
     name="full",
     warmstart=WarmStartConfig(minutes=25.0, hidden_size=128, num_layers=4, num_heads=4, batch_size=16, lr=3e-3,
