@@ -141,3 +141,14 @@ def test_study_domains_restrict_warm_start_and_rl_tasks():
     ds = rl_dataset((1,), ("files",))
     assert len(ds) == 100 and {t.split("/")[0] for t in ds["task_id"]} == {"files"}
     assert {t.split("/")[2] for t in ds["task_id"]} == {"d1"}
+
+
+def test_difference_of_success_rates_and_its_standard_error():
+    from benchmarks.efficacy.report import _delta, difference
+
+    delta, se = difference(0.2, 300, 0.1, 100)
+    assert delta == pytest.approx(0.1)
+    assert se == pytest.approx(((0.2 * 0.8 / 300) + (0.1 * 0.9 / 100)) ** 0.5)
+    assert _delta((delta, se)) == "+10.0 ± 3.8*"  # 10 points is 2.6 SE
+    assert _delta(difference(0.12, 300, 0.10, 300)).endswith("2.6")  # 2 points: within noise, no star
+    assert _delta(None) == "-"

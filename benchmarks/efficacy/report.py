@@ -29,6 +29,13 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
 
 
+def difference(p_a: float, n_a: int, p_b: float, n_b: int) -> tuple[float, float]:
+    """``p_a - p_b`` and its binomial standard error, treating the two success rates as independent
+    (``n`` = episodes behind each rate: tasks x seeds). Seeds re-evaluate the same tasks, so this
+    measures sampling noise of the episodes, not of the choice of tasks."""
+    return p_a - p_b, math.sqrt(std_error(p_a, n_a) ** 2 + std_error(p_b, n_b) ** 2)
+
+
 def summarize(out: Path) -> dict[str, Any]:
     out = Path(out)
     rows = {}
@@ -63,8 +70,17 @@ def summarize(out: Path) -> dict[str, Any]:
         row["episodes"] = results[0]["train"]["episodes"]
         row["train_seconds"] = statistics.fmean(r["train"]["seconds"] for r in results)
         rows[arm] = row
-    warm = out / "warmstart" / "eval.json"
-    return {"arms": rows, "warmstart": json.loads(warm.read_text()) if warm.exists() else None}
+    warm_path = out / "warmstart" / "eval.json"
+    warm = json.loads(warm_path.read_text()) if warm_path.exists() else None
+    for row in rows.values():
+        for split in ("test", "ood"):
+            r = row[split]
+            n = r["tasks"] * len(r["values"])
+            base = rows.get("grpo", {}).get(split)
+            r["vs_grpo"] = difference(r["mean"], n, base["mean"], base["tasks"] * len(base["values"])) if base else None
+            r["vs_warmstart"] = (difference(r["mean"], n, warm[split]["success"], warm[split]["tasks"])
+                                 if warm else None)
+    return {"arms": rows, "warmstart": warm}
 
 
 def _pct(x: float) -> str:
@@ -87,6 +103,12 @@ def markdown(out: Path) -> str:
             f"| {_pct(r['test']['mean'])} ± {_pct(r['test']['std'])} | {_pct(r['ood']['mean'])} ± {_pct(r['ood']['std'])} "
             f"| {_pct(r['test']['se_run'])} / {_pct(r['ood']['se_run'])} | {r['test']['progress']:.3f} "
             f"| {_pct(r['train_success'])} | {r['surface_events']:.1f} |")
+    lines += ["", "Differences in success (percentage points, seed mean; ± one binomial SE of the difference, "
+              "* where it exceeds 2 SE):", "",
+              "| arm | test vs warm start | test vs grpo | ood vs warm start | ood vs grpo |", "| --- | ---: | ---: | ---: | ---: |"]
+    for arm, r in s["arms"].items():
+        cells = [_delta(r[split][key]) for split in ("test", "ood") for key in ("vs_warmstart", "vs_grpo")]
+        lines.append(f"| {arm} | " + " | ".join(cells) + " |")
     lines += ["", "Turn-label shares during RL (mean over steps and seeds) and on test after RL:", "",
               "| arm | RL: top labels | test: top labels | channels raised / faded |", "| --- | --- | --- | --- |"]
     if w:
@@ -144,6 +166,13 @@ def plot(out: Path, path: str | Path | None) -> dict[str, Any]:
     if data["train_curves"]:
         right.legend(fontsize="small")
     return {**data, "path": _save(fig, path)}
+
+
+def _delta(d: tuple[float, float] | None) -> str:
+    if d is None:
+        return "-"
+    delta, se = d
+    return f"{100 * delta:+.1f} ± {100 * se:.1f}" + ("*" if se > 0 and abs(delta) > 2 * se else "")
 
 
 def _labels(fr: dict[str, float], top: int = 4) -> str:
