@@ -55,7 +55,7 @@ class StudySettings:
 
 
 # One domain (bank: 9 tools, prompts ~530 tokens), measured on 2 CPU cores: the 128x4 warm start
-# trains at ~12.9k tokens/s (shared-prefix batches) and reaches 60% on difficulty-1 test tasks in
+# trains at ~12.9k tokens/s (shared-prefix batches) and reaches 40% on difficulty-1 test tasks in
 # 25 minutes; an RL step of 64 episodes takes 30-40 s on 2 threads (55 s on 1 thread beside a second
 # worker) and a 100+100-task greedy evaluation ~35 s. 18 arm runs as two 1-thread workers take about
 # an hour, so warm start + study fit in 2 hours. The same warm start on all five train domains
