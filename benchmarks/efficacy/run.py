@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--steps", type=int, default=None, help="override the RL steps (probes)")
     p.add_argument("--warmstart-minutes", type=float, default=None, help="override the warm start's time budget")
     p.add_argument("--temperature", type=float, default=None, help="override the RL sampling temperature")
+    p.add_argument("--lr", type=float, default=None, help="override the RL learning rate")
     p.add_argument("--warmstart-only", action="store_true", help="train and evaluate the warm start, then stop")
     p.add_argument("--threads", type=int, default=2,
                    help="torch threads; two workers with --threads 1 and disjoint --seeds share 2 cores well")
@@ -109,6 +110,8 @@ def main(argv: list[str] | None = None) -> None:
         settings.warmstart.minutes = args.warmstart_minutes
     if args.temperature is not None:
         settings.rl.temperature = args.temperature
+    if args.lr is not None:
+        settings.rl.lr = args.lr
     out = Path(args.out or ("runs/efficacy-quick" if args.quick else "runs/efficacy"))
     run_study(settings, out, args.arms, args.seeds, threads=args.threads, warmstart_only=args.warmstart_only)
 
