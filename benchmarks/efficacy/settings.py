@@ -71,9 +71,9 @@ FULL = StudySettings(
 
 QUICK = StudySettings(
     name="quick",
-    warmstart=WarmStartConfig(minutes=6.0, hidden_size=64, num_layers=2, num_heads=2, batch_size=8, lr=3e-3,
-                              warmup_steps=10, difficulties=(1, 2)),
-    rl=RLConfig(steps=2, tasks_per_step=2, num_generations=4, max_turns=3, max_new_tokens_per_turn=64),
+    warmstart=WarmStartConfig(minutes=4.0, hidden_size=128, num_layers=4, num_heads=4, batch_size=16, lr=3e-3,
+                              warmup_steps=20, difficulties=(1, 2, 3, 4), extra_tasks=1000, domains=("bank",)),
+    rl=RLConfig(steps=2, tasks_per_step=4, num_generations=4, max_turns=3, max_new_tokens_per_turn=64, lr=5e-4),
     eval=EvalConfig(test_tasks=20, ood_tasks=20, max_new_tokens=64, max_steps=5, batch_size=20),
     seeds=(0, 1),
 )
