@@ -64,7 +64,11 @@ def test_efficacy_pipeline_writes_results_and_resumes(tmp_path):
         for key in ("stderr", "progress", "by_difficulty", "label_fraction"):
             assert key in e
     assert "| seal:" in table and "warm start (no RL)" in table
-    assert set(summarize(tmp_path)["arms"]) == {"seal"}
+    summary = summarize(tmp_path)
+    assert set(summary["arms"]) == {"seal"}
+    seal_test = summary["arms"]["seal"]["test"]
+    assert seal_test["vs_grpo"] is None  # no stock-GRPO arm in this run
+    assert seal_test["vs_warmstart"][0] == pytest.approx(seal_test["mean"] - warm_eval["test"]["success"])
     drawn = plot(tmp_path, tmp_path / "efficacy.png")
     assert drawn["splits"]["test"]["seal"] == [result["eval"]["test"]["success"]]
     assert drawn["train_curves"]["seal"] == result["train"]["success_rate"]
@@ -152,3 +156,15 @@ def test_difference_of_success_rates_and_its_standard_error():
     assert _delta((delta, se)) == "+10.0 ± 3.8*"  # 10 points is 2.6 SE
     assert _delta(difference(0.12, 300, 0.10, 300)).endswith("2.6")  # 2 points: within noise, no star
     assert _delta(None) == "-"
+
+
+def test_cli_overrides_apply_to_a_copy_of_the_settings(monkeypatch):
+    import benchmarks.efficacy.run as run
+    from benchmarks.efficacy.settings import FULL
+
+    seen = {}
+    monkeypatch.setattr(run, "run_study", lambda settings, out, *a, **k: seen.update(settings=settings, out=out))
+    run.main(["--lr", "1e-4", "--steps", "3", "--temperature", "1.0", "--out", "somewhere"])
+    rl = seen["settings"].rl
+    assert (rl.lr, rl.steps, rl.temperature) == (1e-4, 3, 1.0) and str(seen["out"]) == "somewhere"
+    assert (FULL.rl.lr, FULL.rl.steps) == (5e-4, 6)  # the module's settings are not mutated

@@ -35,7 +35,8 @@ def evaluate_policy(model: Any, tokenizer: Any, split: str, limit: int, *, max_n
             log(f"    eval {split}: {done}/{total} episodes")
 
     result = evaluate(ENV_ID, agent, split=split, k=1, limit=limit, batch_size=batch_size,
-                      env_kwargs={"max_steps": max_steps, "domains": domains}, agent_name="tiny-warmstart", progress=progress)
+                      env_kwargs={"max_steps": max_steps, "domains": domains}, agent_name="tiny-warmstart",
+                      progress=progress)
     if was_training:
         model.train()
     eps = result.episodes

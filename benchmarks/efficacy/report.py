@@ -75,9 +75,10 @@ def summarize(out: Path) -> dict[str, Any]:
     for row in rows.values():
         for split in ("test", "ood"):
             r = row[split]
-            n = r["tasks"] * len(r["values"])
             base = rows.get("grpo", {}).get(split)
-            r["vs_grpo"] = difference(r["mean"], n, base["mean"], base["tasks"] * len(base["values"])) if base else None
+            n = r["tasks"] * len(r["values"])
+            r["vs_grpo"] = (difference(r["mean"], n, base["mean"], base["tasks"] * len(base["values"]))
+                            if base else None)
             r["vs_warmstart"] = (difference(r["mean"], n, warm[split]["success"], warm[split]["tasks"])
                                  if warm else None)
     return {"arms": rows, "warmstart": warm}
@@ -105,7 +106,8 @@ def markdown(out: Path) -> str:
             f"| {_pct(r['train_success'])} | {r['surface_events']:.1f} |")
     lines += ["", "Differences in success (percentage points, seed mean; ± one binomial SE of the difference, "
               "* where it exceeds 2 SE):", "",
-              "| arm | test vs warm start | test vs grpo | ood vs warm start | ood vs grpo |", "| --- | ---: | ---: | ---: | ---: |"]
+              "| arm | test vs warm start | test vs grpo | ood vs warm start | ood vs grpo |",
+              "| --- | ---: | ---: | ---: | ---: |"]
     for arm, r in s["arms"].items():
         cells = [_delta(r[split][key]) for split in ("test", "ood") for key in ("vs_warmstart", "vs_grpo")]
         lines.append(f"| {arm} | " + " | ".join(cells) + " |")

@@ -1,7 +1,7 @@
 """Efficacy study, one command: shared warm start, six arms x seeds of GRPO, greedy test/ood eval.
 
     python -m benchmarks.efficacy.run --quick              # ~10 min on 2 CPU cores (a pipeline check)
-    nohup python -m benchmarks.efficacy.run > runs/efficacy.log 2>&1 &   # full study (< 2 h; two workers: 81 min)
+    nohup python -m benchmarks.efficacy.run > runs/efficacy.log 2>&1 &   # full study (< 2 h)
 
 Resumable: the warm start is cached in ``<out>/warmstart``, its evaluation in
 ``<out>/warmstart/eval.json`` and each arm+seed writes ``<out>/arms/<arm>/seed<k>/result.json``

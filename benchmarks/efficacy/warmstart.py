@@ -92,10 +92,9 @@ def extra_conversations(num_tasks: int, difficulties=(1, 2, 3, 4),
     import gymnasium as gym
 
     import seal_envs  # noqa: F401
-    from seal_envs.domains import TRAIN_DOMAINS
     from seal_envs.tasks import default_task_set, generate
 
-    pool = tuple(domains) if domains else TRAIN_DOMAINS
+    pool = default_task_set("train", domains).domains  # None: the env's default train domains
     held = set()
     for split in ("test", "ood"):
         ts = default_task_set(split, domains)
