@@ -1,4 +1,7 @@
-"""Supervised warm start shared by every arm: SFT of the tiny Llama on oracle trajectories.
+"""Supervised warm start: SFT of the tiny Llama on oracle trajectories.
+
+It makes the shipped default agent (``seal warmstart``, see :mod:`seal_trl.checkpoint`) and the
+efficacy study's shared starting point.
 
 Every train task (or the first ``num_tasks``) is played once by :class:`~seal_envs.agents.OracleAgent`
 on the canonical surface; the final ``info["messages"]`` and ``info["tools"]`` are rendered with
@@ -28,7 +31,10 @@ ENV_ID = "seal/ToolUse-v0"
 @dataclass
 class WarmStartConfig:
     num_tasks: int = 400
-    minutes: float = 30.0  # wall-clock budget (the loop stops at the first of minutes / max_steps)
+    # A wall-clock budget stops the loop at the first of minutes / max_steps and makes the cosine
+    # follow the clock, so the result depends on the machine; ``minutes=None`` schedules by steps
+    # alone, which is what makes a warm start reproducible from its seeds.
+    minutes: float | None = 30.0
     max_steps: int = 100_000
     batch_size: int = 16
     lr: float = 3e-3
@@ -244,7 +250,7 @@ def train_warmstart(cfg: WarmStartConfig, out_dir: Path, log: Callable[[str], No
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.95))
     rng = random.Random(cfg.seed)
     torch.manual_seed(cfg.seed)
-    budget = cfg.minutes * 60.0
+    budget = float("inf") if cfg.minutes is None else cfg.minutes * 60.0
     est_total = cfg.max_steps
     history: list[dict[str, Any]] = []
     step, epoch, seen_tokens = 0, 0, 0
@@ -258,7 +264,7 @@ def train_warmstart(cfg: WarmStartConfig, out_dir: Path, log: Callable[[str], No
             if step >= cfg.max_steps or elapsed >= budget:
                 done = True
                 break
-            if step >= 10:  # the cosine follows the wall clock (CPU speed varies), or max_steps if sooner
+            if step >= 10 and cfg.minutes is not None:  # the cosine follows the clock, or max_steps if sooner
                 est_total = min(cfg.max_steps, int(step * budget / elapsed))
             progress = min(max(step / max(cfg.max_steps, 1), elapsed / budget), 1.0)
             lr = cfg.lr * min(1.0, (step + 1) / cfg.warmup_steps)

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .arms import arm_overrides
-from .evaluate import ENV_ID, evaluate_policy
+from seal_trl.policy_eval import ENV_ID, evaluate_policy
 from .settings import EvalConfig, RLConfig
-from .warmstart import load_warmstart
+from seal_trl.warmstart import load_warmstart
 
 RESULT_FILE = "result.json"
 
