@@ -26,7 +26,8 @@ verifier and the diagnoser still run, so the reward is never missing.
 ## Information
 Every step: ``messages``, ``tools``, ``turn_index``, ``tool_calls``, ``tool_results``, ``events``,
 ``turn_label``, ``surface_version``, ``task_id``, ``domain``, ``difficulty``. At the episode end
-also ``verification`` and ``turn_labels`` (one per action taken).
+also ``verification``, ``turn_labels`` (one per action taken), ``official_tags`` (the official
+SEAL tag of every user turn, see :mod:`seal_envs.core.official`) and ``official_progress``.
 
 ## Arguments
 ``domains`` (default: the training mixture), ``split`` (train, test, ood), ``evaluation`` (freeze
@@ -48,6 +49,7 @@ import numpy as np
 from seal_envs.core.calls import FormatError, parse_action
 from seal_envs.core.diagnosis import Diagnoser, diagnose, immediate_label
 from seal_envs.core.evolver import EpisodeDiagnosis, Evolver
+from seal_envs.core.official import official_score
 from seal_envs.core.surface import CANONICAL, FrozenSurfaceError, Surface, SurfacePatch
 from seal_envs.core.types import CallEvent, StepRecord, Task, canonical_json
 from seal_envs.core.verifier import EpisodeRecord
@@ -56,7 +58,7 @@ from seal_envs.tasks import default_task_set
 
 INFO_KEYS = ("messages", "tools", "turn_index", "tool_calls", "tool_results", "events", "turn_label",
              "surface_version", "task_id", "domain", "difficulty")
-END_INFO_KEYS = ("verification", "turn_labels")
+END_INFO_KEYS = ("verification", "turn_labels", "official_tags", "official_progress")
 
 SYSTEM_PROMPT = (
     "You are a careful {domain} assistant. Use the tools to do what the user asks. "
@@ -294,7 +296,9 @@ class ToolUseEnv(gym.Env):
         labels = diagnose_fn(self.task, self.steps, verdict, self.specs)
         reward = float(verdict.passed) if self.reward_mode == "binary" else float(verdict.progress)
         self.verdict, self.labels = verdict, labels
-        return reward, {"verification": verdict.to_dict(), "turn_labels": [lb.to_dict() for lb in labels]}
+        official = official_score(verdict.turn_facts)
+        return reward, {"verification": verdict.to_dict(), "turn_labels": [lb.to_dict() for lb in labels],
+                        "official_tags": list(official.tags), "official_progress": official.progress}
 
     # -- views ---------------------------------------------------------------------------
     def _observation(self) -> str:

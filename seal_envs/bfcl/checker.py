@@ -17,6 +17,10 @@ it is on for miss_func, where the requested function is missing until the next t
 bfcl-eval stops at the first failing turn; here every turn is checked, so the verdict carries
 per-turn progress while ``passed`` is the same all-turns verdict. A turn the episode never
 reached fails (bfcl-eval: ``force_terminated``).
+
+The verdict also carries, per user turn, the :class:`~seal_envs.core.official.TurnFacts` that
+the official SEAL tags are read from; a checker that raises fails its check (``checker_error``)
+instead of ending the verification.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from seal_envs.core.official import CHECK_ERROR, CHECK_FAIL, CHECK_PASS, CheckOutcome, TurnFacts, guarded
 from seal_envs.core.types import Check, Task, Verdict
 from seal_envs.core.verifier import EpisodeRecord
 
@@ -35,24 +40,27 @@ _MISSING = object()
 
 @dataclass(frozen=True)
 class Reference:
-    """What the ground truth leaves after each turn, and the texts its calls return."""
+    """What the ground truth leaves after each turn, the texts its calls return, and, per turn,
+    why its replay raised ("" when it did not: the official ``gt_error``)."""
 
     states: tuple[dict[str, Any], ...]
     results: tuple[tuple[str, ...], ...]
+    errors: tuple[str, ...] = ()
 
 
 def reference(task: Task) -> Reference:
-    """Replay the reference plan (the ground truth) turn after turn on fresh instances."""
+    """Replay the reference plan (the ground truth) turn after turn on fresh instances; a turn
+    whose replay raises is recorded and the replay goes on, as the official scorer does."""
     backend = BFCLBackend(task.initial_state)
-    states, results = [], []
+    states, results, errors = [], [], []
     for turn in task.turns:
         start = len(backend.responses)
-        for call in turn.plan:
-            backend.execute(call)
+        _, error = guarded(lambda plan=turn.plan: [backend.execute(call) for call in plan])
         state = backend.comparable_state()
         results.append(tuple(state.pop(RESPONSES_KEY)[start:]))
         states.append(state)
-    return Reference(tuple(states), tuple(results))
+        errors.append(error)
+    return Reference(tuple(states), tuple(results), tuple(errors))
 
 
 def _short(value: Any, limit: int = 120) -> str:
@@ -96,37 +104,60 @@ def missing_results(expected: Sequence[str], actual: Sequence[str]) -> list[str]
     return list((Counter(expected) - Counter(actual)).elements())
 
 
+def _state_check(i: int, expected: dict[str, Any], state: dict[str, Any]) -> tuple[Check, CheckOutcome]:
+    diff, error = guarded(lambda: state_difference(expected, state))
+    if error:
+        return Check(f"state_turn_{i}", False, f"checker error: {error}", i), CHECK_ERROR
+    return Check(f"state_turn_{i}", not diff, diff, i), CHECK_FAIL if diff else CHECK_PASS
+
+
+def _response_check(i: int, expected: Sequence[str], state: dict[str, Any]) -> tuple[Check, CheckOutcome]:
+    missing, error = guarded(lambda: missing_results(expected, state[RESPONSES_KEY]))
+    if error:
+        return Check(f"response_turn_{i}", False, f"checker error: {error}", i), CHECK_ERROR
+    detail = f"missing results: {_short(missing, 240)}" if missing else ""
+    return Check(f"response_turn_{i}", not missing, detail, i), CHECK_FAIL if missing else CHECK_PASS
+
+
 def _turn_checks(i: int, plan_empty: bool, ref: Reference, state: dict[str, Any] | None,
-                 n_calls: int, irrelevance: bool) -> list[Check]:
+                 n_calls: int, irrelevance: bool) -> tuple[list[Check], TurnFacts]:
+    gt_error = ref.errors[i] if i < len(ref.errors) else ""
+    facts = TurnFacts(plan_empty, n_calls, gt_error=bool(gt_error))
     if state is None:
-        return [Check(f"state_turn_{i}", False, "turn not reached", i)]
+        return [Check(f"state_turn_{i}", False, "turn not reached", i)], facts
+    if gt_error:
+        return [Check(f"state_turn_{i}", False, f"ground truth raised: {gt_error}", i)], facts
     if plan_empty:
         if not irrelevance:
-            return []
+            return [], facts
         detail = "" if n_calls == 0 else f"made {n_calls} call(s) in a turn that should have none"
-        return [Check(f"irrelevance_turn_{i}", n_calls == 0, detail, i)]
+        return [Check(f"irrelevance_turn_{i}", n_calls == 0, detail, i)], facts
+    response_check, response = _response_check(i, ref.results[i], state)
     if n_calls == 0:
         state_check = Check(f"state_turn_{i}", False, "empty_turn_model_response: no call in a turn that needs calls", i)
-    else:
-        diff = state_difference(ref.states[i], state)
-        state_check = Check(f"state_turn_{i}", not diff, diff, i)
-    missing = missing_results(ref.results[i], state[RESPONSES_KEY])
-    detail = f"missing results: {_short(missing, 240)}" if missing else ""
-    return [state_check, Check(f"response_turn_{i}", not missing, detail, i)]
+        return [state_check, response_check], facts
+    state_check, outcome = _state_check(i, ref.states[i], state)
+    instances = set(state) - {RESPONSES_KEY}
+    facts = TurnFacts(False, n_calls, instances_match=bool(ref.states[i]) and instances == set(ref.states[i]),
+                      state=outcome, response=response)
+    return [state_check, response_check], facts
 
 
 def check(task: Task, record: EpisodeRecord, ref: Reference, irrelevance: bool) -> Verdict:
-    """The verdict of an episode (``record``) against the replayed ground truth (``ref``)."""
+    """The verdict of an episode (``record``) against the replayed ground truth (``ref``), with
+    the facts of every user turn that the official tags are read from."""
     checks: list[Check] = []
     turns_passed: list[bool] = []
+    facts: list[TurnFacts] = []
     before = 0
     for i, turn in enumerate(task.turns):
         state = record.turn_states[i] if i < len(record.turn_states) else None
         n_calls = 0 if state is None else len(state[RESPONSES_KEY]) - before
-        turn_checks = _turn_checks(i, not turn.plan, ref, state, n_calls, irrelevance)
+        turn_checks, turn_facts = _turn_checks(i, not turn.plan, ref, state, n_calls, irrelevance)
         if state is not None:
             before = len(state[RESPONSES_KEY])
         checks.extend(turn_checks)
+        facts.append(turn_facts)
         turns_passed.append(all(c.passed for c in turn_checks))
     progress = sum(turns_passed) / len(turns_passed) if turns_passed else 0.0
-    return Verdict(tuple(checks), progress, tuple(turns_passed))
+    return Verdict(tuple(checks), progress, tuple(turns_passed), tuple(facts))

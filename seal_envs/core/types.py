@@ -188,6 +188,8 @@ class Verdict:
     checks: tuple[Check, ...]
     progress: float
     turns_passed: tuple[bool, ...]
+    # per user turn, what the official SEAL tags are read from (seal_envs.core.official.TurnFacts)
+    turn_facts: tuple[Any, ...] = ()
 
     @property
     def passed(self) -> bool:

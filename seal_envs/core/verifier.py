@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .backend import Backend
+from .official import CHECK_ERROR, CHECK_FAIL, CHECK_PASS, CheckOutcome, TurnFacts, guarded
 from .types import Check, Task, Verdict, canonical_json
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
@@ -68,33 +69,67 @@ class EpisodeRecord:
     guessed_withheld: set[int] = field(default_factory=set)
 
 
+def _reference_replay(task: Task, backend_cls: type[Backend]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The reference state after each user turn, and per turn why its replay raised ("" when it
+    did not): the official ``gt_error``, which fails that turn instead of the whole verification."""
+    sim = backend_cls(task.initial_state)
+    states, errors = [], []
+    for turn in task.turns:
+        _, error = guarded(lambda plan=turn.plan: [sim.execute(call) for call in plan])
+        states.append(sim.comparable_state())
+        errors.append(error)
+    return states, errors
+
+
+def _turn_checks(i: int, turn: Any, expected: dict[str, Any], actual: dict[str, Any] | None, answer: str,
+                 record: EpisodeRecord) -> tuple[list[Check], CheckOutcome, CheckOutcome]:
+    """The checks of one turn, and the outcomes of its state side (state, withheld value,
+    policy: what the service was left with) and its response side (the answer's content)."""
+    error = ""
+    if actual is None:
+        state_checks = [Check(f"state_turn_{i}", False, "turn not reached", i)]
+    else:
+        same, error = guarded(lambda: canonical_json(actual) == canonical_json(expected))
+        detail = f"checker error: {error}" if error else "" if same else _first_difference(expected, actual)
+        state_checks = [Check(f"state_turn_{i}", bool(same) and not error, detail, i)]
+    response_checks = []
+    if turn.required_outputs:
+        missing = [r for r in turn.required_outputs if not answer_contains(answer, r)]
+        response_checks.append(Check(f"response_turn_{i}", not missing, f"answer lacks {missing}" if missing else "", i))
+    if turn.withheld is not None:
+        guessed = i in record.guessed_withheld
+        state_checks.append(Check(f"asked_withheld_turn_{i}", not guessed,
+                                  f"used '{turn.withheld.param}' before asking the user" if guessed else "", i))
+    violations = [rule for t, rule in record.violations if t == i]
+    state_checks.append(Check(f"no_violation_turn_{i}", not violations,
+                              f"violated {sorted(set(violations))}" if violations else "", i))
+    state = CHECK_ERROR if error else CHECK_PASS if all(c.passed for c in state_checks) else CHECK_FAIL
+    response = CHECK_PASS if all(c.passed for c in response_checks) else CHECK_FAIL
+    checks = state_checks[:1] + response_checks + state_checks[1:]
+    return checks, state, response
+
+
 def verify(task: Task, backend_cls: type[Backend], record: EpisodeRecord) -> Verdict:
-    expected = reference_states(task, backend_cls)
+    """Every check of every user turn, and the facts the official per-turn tags are read from.
+
+    For the official tags a native turn has one service instance (never an instance mismatch);
+    its state side is the state, withheld-value and policy checks, its response side the
+    answer check; a call is any call that reached the service in the turn."""
+    expected, gt_errors = _reference_replay(task, backend_cls)
     checks: list[Check] = []
     turns_passed: list[bool] = []
+    facts: list[TurnFacts] = []
     for i, turn in enumerate(task.turns):
         actual = record.turn_states[i] if i < len(record.turn_states) else None
         answer = record.turn_answers[i] if i < len(record.turn_answers) else ""
-        turn_checks = []
-        if actual is None:
-            turn_checks.append(Check(f"state_turn_{i}", False, "turn not reached", i))
+        calls = len(record.turn_results[i]) if actual is not None and i < len(record.turn_results) else 0
+        if gt_errors[i]:
+            turn_checks = [Check(f"state_turn_{i}", False, f"ground truth raised: {gt_errors[i]}", i)]
+            state = response = CHECK_FAIL
         else:
-            same = canonical_json(actual) == canonical_json(expected[i])
-            detail = "" if same else _first_difference(expected[i], actual)
-            turn_checks.append(Check(f"state_turn_{i}", same, detail, i))
-        if turn.required_outputs:
-            missing = [r for r in turn.required_outputs if not answer_contains(answer, r)]
-            turn_checks.append(Check(f"response_turn_{i}", not missing,
-                                     f"answer lacks {missing}" if missing else "", i))
-        if turn.withheld is not None:
-            guessed = i in record.guessed_withheld
-            turn_checks.append(Check(f"asked_withheld_turn_{i}", not guessed,
-                                     f"used '{turn.withheld.param}' before asking the user" if guessed else "", i))
-        violations = [rule for t, rule in record.violations if t == i]
-        turn_checks.append(Check(f"no_violation_turn_{i}", not violations,
-                                 f"violated {sorted(set(violations))}" if violations else "", i))
+            turn_checks, state, response = _turn_checks(i, turn, expected[i], actual, answer, record)
+        facts.append(TurnFacts(not turn.plan, calls, gt_error=bool(gt_errors[i]), state=state, response=response))
         checks.extend(turn_checks)
         turns_passed.append(all(c.passed for c in turn_checks))
     progress = sum(turns_passed) / len(turns_passed) if turns_passed else 0.0
-    return Verdict(tuple(checks), progress, tuple(turns_passed))
-
+    return Verdict(tuple(checks), progress, tuple(turns_passed), tuple(facts))
