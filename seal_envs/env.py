@@ -40,13 +40,14 @@ the canonical surface; implied by test and ood), ``max_steps``, ``reward_mode``,
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any, Iterable, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
 
-from seal_envs.core.calls import FormatError, parse_action
+from seal_envs.core.calls import MAX_ACTION_CHARS, FormatError, action_text, parse_action
 from seal_envs.core.diagnosis import Diagnoser, diagnose, immediate_label
 from seal_envs.core.evolver import EpisodeDiagnosis, Evolver
 from seal_envs.core.official import official_score
@@ -76,12 +77,28 @@ def render_messages(messages: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _mentions(arguments: Any, value: Any) -> bool:
-    target = canonical_json(value)
-    if isinstance(arguments, Mapping):
-        return any(_mentions(v, value) for v in arguments.values())
-    if isinstance(arguments, list):
-        return any(_mentions(v, value) for v in arguments)
-    return canonical_json(arguments) == target or (isinstance(arguments, str) and str(value) == arguments)
+    """Whether ``value`` occurs anywhere in ``arguments``; iterative, so no nesting can overflow."""
+    target, text = canonical_json(value), str(value)
+    stack = [arguments]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif canonical_json(item) == target or (isinstance(item, str) and item == text):
+            return True
+    return False
+
+
+def _transcript_text(action: Any) -> str:
+    """What the transcript keeps of an action that was refused before it parsed: bounded, so a
+    5 MB action does not ride along in every later ``info["messages"]``."""
+    if isinstance(action, str):
+        if len(action) <= MAX_ACTION_CHARS:
+            return action
+        return action[:MAX_ACTION_CHARS] + f"\u2026 [cut: {len(action)} characters]"
+    return f"<{type(action).__name__} action, not shown>"
 
 
 class ToolUseEnv(gym.Env):
@@ -103,11 +120,16 @@ class ToolUseEnv(gym.Env):
         split = self.task_set.split
         self.split = split
         self.evaluation = evaluation or split != "train"
-        self.surface = CANONICAL.freeze() if self.evaluation else (surface or CANONICAL)
+        if self.evaluation and surface is not None and surface.levels:
+            raise FrozenSurfaceError(f"a {split} (evaluation) env holds the canonical surface; it refuses "
+                                     f"the surface it was given (version {surface.version}, {len(surface.levels)} level(s))")
+        self._surface = CANONICAL.freeze() if self.evaluation else (surface or CANONICAL)
         self.max_steps = max_steps
         self.reward_mode = reward_mode
         self.diagnoser = diagnoser
-        self.evolver = evolver if evolver is not None else Evolver()
+        # A copy: gym.make_vec(..., vectorization_mode="sync") hands every copy the same kwargs,
+        # and copies sharing one evolver would count each batch once per copy.
+        self.evolver = copy.deepcopy(evolver) if evolver is not None else Evolver()
         self.render_mode = render_mode
         self.task_weights: np.ndarray | None = None
         self.observation_space = UnicodeText(self.MAX_OBS)
@@ -115,16 +137,26 @@ class ToolUseEnv(gym.Env):
         self.task: Task | None = None
 
     # -- the diagnosis API ---------------------------------------------------------------
+    @property
+    def surface(self) -> Surface:
+        return self._surface
+
+    @surface.setter
+    def surface(self, surface: Surface) -> None:
+        self.set_surface(surface)
+
     def apply_patch(self, patch: SurfacePatch) -> Surface:
         """Change what the agent is shown from the next observation on (train envs only)."""
-        self.surface = self.surface.apply(patch)
-        return self.surface
+        self._surface = self._surface.apply(patch)
+        return self._surface
 
     def set_surface(self, surface: Surface) -> None:
         """Replace the surface (restoring a checkpoint, syncing ranks); train envs only."""
         if self.surface.frozen:
             raise FrozenSurfaceError("this env evaluates on the canonical surface: it cannot be replaced")
-        self.surface = surface
+        if not isinstance(surface, Surface):
+            raise TypeError(f"a surface is a seal_envs.core.surface.Surface, got {type(surface).__name__}")
+        self._surface = surface
 
     def evolve(self, diagnoses: Iterable[EpisodeDiagnosis | Mapping[str, Any]]) -> list[SurfacePatch]:
         """Feed finished episodes (diagnoses or their last ``info`` dicts) to the env's evolver,
@@ -134,7 +166,7 @@ class ToolUseEnv(gym.Env):
         self.evolver.observe(d if isinstance(d, EpisodeDiagnosis) else EpisodeDiagnosis.from_info(d)
                              for d in diagnoses)
         patches = self.evolver.update()
-        self.surface = self.surface.apply_all(patches)
+        self._surface = self._surface.apply_all(patches)
         if self.evolver.curriculum:
             self.set_task_weights(self.evolver.curriculum_weights(self.task_set))
         return patches
@@ -201,6 +233,14 @@ class ToolUseEnv(gym.Env):
     def step(self, action: Any):
         if self.task is None or self.done:
             raise RuntimeError("call reset() before step(), and again after the episode ends")
+        saved = self._bookkeeping()
+        try:
+            return self._step(action)
+        except BaseException:
+            self._restore(saved)
+            raise
+
+    def _step(self, action: Any):
         record = self._act(action)
         self.steps.append(record)
         label = immediate_label(record, self.steps[:-1])
@@ -229,11 +269,29 @@ class ToolUseEnv(gym.Env):
         return reward, self._info(None) | extra
 
     # -- one action ----------------------------------------------------------------------
+    def _bookkeeping(self) -> tuple:
+        """What one action may change besides the backend (whose failed calls restore
+        themselves): cheap enough to take before every step."""
+        r = self.record
+        return (len(self.steps), len(self.messages), self._last, self.turn, self.revealed, set(self.available), self.done,
+                list(self.turn_texts), list(self.turn_results), len(r.turn_states), len(r.turn_answers),
+                len(r.turn_results), len(r.violations), set(r.guessed_withheld))
+
+    def _restore(self, saved: tuple) -> None:
+        """Undo a step that raised, so the episode is as it was before the action."""
+        (n_steps, n_messages, self._last, self.turn, self.revealed, self.available, self.done, self.turn_texts,
+         self.turn_results, n_states, n_answers, n_results, n_violations, guessed) = saved
+        r = self.record
+        del self.steps[n_steps:], self.messages[n_messages:], r.turn_states[n_states:], r.turn_answers[n_answers:]
+        del r.turn_results[n_results:], r.violations[n_violations:]
+        r.guessed_withheld = guessed
+
     def _act(self, action: Any) -> StepRecord:
-        raw = action if isinstance(action, str) else json.dumps(action, ensure_ascii=False, default=str)
         try:
+            raw = action_text(action)
             parsed = self._parse(action)
         except FormatError as e:
+            raw = _transcript_text(action)
             self.messages.append({"role": "assistant", "content": raw})
             event = CallEvent("format_error", message=str(e))
             self.messages.append({"role": "user", "content": self.surface.render_event(
@@ -341,3 +399,25 @@ class ToolUseEnv(gym.Env):
             print(text)
             return None
         return text
+
+
+class VerifyOnTruncation(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Verify and diagnose an episode that an outer limit truncated.
+
+    ``gym.make(id, max_episode_steps=n)`` puts Gymnasium's ``TimeLimit`` around the env; it sets
+    ``truncated`` after the env has returned, so the env never learns that the episode ended and
+    the last ``info`` would carry no verdict and no labels. Every ``seal/`` id is registered with
+    this wrapper outside ``TimeLimit``: when ``truncated`` arrives without a verdict it ends the
+    episode as the env's own ``max_steps`` would (:meth:`ToolUseEnv.force_end`)."""
+
+    def __init__(self, env: gym.Env):
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.Wrapper.__init__(self, env)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        base = self.env.unwrapped
+        if truncated and not terminated and "verification" not in info and not getattr(base, "done", True):
+            reward, end = base.force_end()
+            info = info | {k: end[k] for k in END_INFO_KEYS}
+        return obs, reward, terminated, truncated, info

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gymnasium as gym
+from gymnasium.envs.registration import WrapperSpec
 
 ENTRY = "seal_envs.env:ToolUseEnv"
 DOMAIN_IDS = {
@@ -14,6 +15,8 @@ DOMAIN_IDS = {
     "smarthome": "seal/ToolUse-SmartHome-v0",
 }
 BFCL_ENTRY = "seal_envs.bfcl.source:make_env"
+# Outside any TimeLimit that gym.make adds: a truncated episode is still verified and diagnosed.
+VERIFY_WRAPPER = WrapperSpec("VerifyOnTruncation", "seal_envs.env:VerifyOnTruncation", {})
 BFCL_IDS = {  # registered only when the optional bfcl-eval package is installed
     None: "seal/BFCL-MultiTurn-v0",
     "base": "seal/BFCL-MultiTurn-Base-v0",
@@ -33,7 +36,8 @@ def register_all() -> None:
 
     def reg(env_id: str, entry_point: str = ENTRY, **kwargs) -> None:
         if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point=entry_point, kwargs=kwargs, disable_env_checker=False)
+            gym.register(id=env_id, entry_point=entry_point, kwargs=kwargs, disable_env_checker=False,
+                         additional_wrappers=(VERIFY_WRAPPER,))
 
     reg("seal/ToolUse-v0")
     reg("seal/ToolUse-OOD-v0", split="ood")

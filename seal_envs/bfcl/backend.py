@@ -11,14 +11,28 @@ call that reaches the backend is logged as the text bfcl-eval's executor would r
 (``json.dumps`` of a dict, the string itself, ``str`` otherwise, ``"Error during execution: ..."``
 for an exception): the response check compares these texts as BFCL's ``response_checker`` does.
 As in bfcl-eval, a method that raises keeps whatever it changed before raising.
+
+Isolation: bfcl-eval's ``_load_scenario`` links module-level data into instances (``TravelAPI``
+merges ``CREDIT_CARD_EXTENSION``'s card dicts by reference, ``TradingBot`` its extension lists),
+so a call in one episode would change the next one's starting state. Each instance's attributes
+are deep-copied after loading: an episode owns everything it can mutate.
+
+Bounds (``ARGUMENT_LIMITS``, a ``schema_violation`` that names the parameter when broken): a few
+of bfcl-eval's tools do work that grows with an argument, ``MathAPI.power`` with the exponent
+(``7 ** 10**7`` takes seconds), ``logarithm`` and ``square_root`` with the precision (and they set
+it process-wide, in ``mpmath.mp`` and the thread's ``decimal`` context). Those arguments are
+bounded far above anything the ground truth uses, and every call runs inside a local ``decimal``
+context with ``mpmath``'s precision restored afterwards, so no call leaves process-wide state.
 """
 
 from __future__ import annotations
 
 import copy
+import decimal
 import difflib
 import inspect
 import json
+import sys
 from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
@@ -31,6 +45,42 @@ from .parse import parse_bfcl_action
 
 _TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": None}
 RESPONSES_KEY = "_responses"
+
+MAX_EXPONENT = 1000
+MAX_PRECISION = 1000
+# Per tool, JSON Schema bounds checked before the call; not shown to the agent (the canonical
+# surface is bfcl-eval's own docs), reported when broken.
+ARGUMENT_LIMITS: dict[str, dict[str, dict[str, Any]]] = {
+    "power": {"exponent": {"minimum": -MAX_EXPONENT, "maximum": MAX_EXPONENT}},
+    "logarithm": {"precision": {"maximum": MAX_PRECISION}},
+    "square_root": {"precision": {"maximum": MAX_PRECISION}},
+    "round_number": {"decimal_places": {"minimum": -MAX_PRECISION, "maximum": MAX_PRECISION}},
+}
+
+
+def _limits_schema(tool: str) -> dict[str, Any] | None:
+    limits = ARGUMENT_LIMITS.get(tool)
+    if limits is None:
+        return None
+    return {"type": "object", "properties": {p: dict(bounds) for p, bounds in limits.items()}}
+
+
+class _NoGlobalPrecision:
+    """Run a call in a private ``decimal`` context and put ``mpmath``'s precision back after it."""
+
+    def __enter__(self):
+        self._decimal = decimal.localcontext()
+        self._decimal.__enter__()
+        mp = getattr(sys.modules.get("mpmath"), "mp", None)
+        self._mp, self._prec = mp, (mp.prec if mp is not None else None)
+        return self
+
+    def __exit__(self, *exc):
+        mp = self._mp or getattr(sys.modules.get("mpmath"), "mp", None)
+        if mp is not None:
+            mp.prec = self._prec if self._prec is not None else 53
+        self._decimal.__exit__(*exc)
+        return False
 
 
 def json_schema(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -136,6 +186,7 @@ class BFCLBackend(Backend):
             if not loader.stateless(name):
                 instance._load_scenario(copy.deepcopy(config.get(name, {})),
                                         long_context=bool(state.get("long_context", False)))
+            instance.__dict__ = copy.deepcopy(instance.__dict__)  # unlink module-level data (see above)
             self.instances[name] = instance
         self.methods = {tool: getattr(self.instances[name], tool)
                         for name in self.instances for tool in class_specs(name)}
@@ -165,24 +216,33 @@ class BFCLBackend(Backend):
     def execute(self, call: ToolCall, available: Iterable[str] | None = None) -> CallEvent:
         """Validate and run one call; never raises for anything the caller sent."""
         method = self.methods.get(call.name)
-        if method is None:
-            close = difflib.get_close_matches(call.name, list(self.methods), n=1)
+        if method is None:  # a hint names only a tool the agent may call now: never a held-out one
+            allowed = None if available is None else set(available)
+            pool = [t for t in self.methods if allowed is None or t in allowed]
+            close = difflib.get_close_matches(call.name, pool, n=1)
             return self._reject(CallEvent("unknown_tool", call.name, message=f"unknown tool '{call.name}'",
                                           hint=f"did you mean '{close[0]}'?" if close else None))
         if available is not None and call.name not in set(available):
             return self._reject(CallEvent("unavailable_tool", call.name,
                                           message=f"tool '{call.name}' is not available now"))
         error = validate_arguments(call.name, self.specs[call.name].parameters, call.arguments)
+        limits = _limits_schema(call.name)
+        if error is None and limits is not None:
+            error = validate_arguments(call.name, limits, call.arguments)
+            if error is not None:
+                error = type(error)(error.param, error.problem, error.message + " (a bound of this environment)")
         if error is not None:
             return self._reject(CallEvent("schema_violation", call.name, error.param, error.message,
                                           hint=error.problem))
         try:  # as in bfcl-eval, turning the result into text is part of the call (a huge int fails there)
-            result = method(**copy.deepcopy(dict(call.arguments)))
-            text = result_text(result)
+            with _NoGlobalPrecision():
+                result = method(**copy.deepcopy(dict(call.arguments)))
+                text = result_text(result)
+                value = jsonable(result)  # at the precision the call asked for
         except Exception as e:  # noqa: BLE001 - bfcl-eval records every exception as the call's result
             self.responses.append(f"Error during execution: {e}")
             return CallEvent("tool_error", call.name, message=f"{type(e).__name__}: {e}")
         self.responses.append(text)
         if isinstance(result, dict) and set(result) == {"error"}:
             return CallEvent("tool_error", call.name, message=str(result["error"]))
-        return CallEvent("ok", call.name, result=jsonable(result))
+        return CallEvent("ok", call.name, result=value)

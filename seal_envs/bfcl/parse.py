@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from seal_envs.core.calls import FormatError, ParsedAction, parse_action
+from seal_envs.core.calls import MAX_DEPTH, FormatError, ParsedAction, check_calls, parse_action
 from seal_envs.core.types import ToolCall
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.DOTALL)
@@ -82,10 +82,13 @@ def parse_python_calls(text: str) -> list[PyCall] | None:
         body = ast.parse(stripped, mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    if isinstance(body, ast.Call):
-        return [_call(body)]
-    if isinstance(body, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Call) for e in body.elts):
-        return [_call(e) for e in body.elts]
+    try:  # literal() and ast.unparse recurse: a chain of a few hundred unary signs parses yet overflows
+        if isinstance(body, ast.Call):
+            return [_call(body)]
+        if isinstance(body, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Call) for e in body.elts):
+            return [_call(e) for e in body.elts]
+    except RecursionError:
+        raise FormatError(f"arguments nested deeper than {MAX_DEPTH} levels") from None
     return None
 
 
@@ -132,4 +135,4 @@ def parse_bfcl_action(action: Any, signatures: Mapping[str, Sequence[str]]) -> P
     calls = parse_python_calls(parsed.text)
     if calls is None:
         return parsed
-    return ParsedAction(tuple(to_tool_call(c, signatures) for c in calls), "")
+    return ParsedAction(check_calls(tuple(to_tool_call(c, signatures) for c in calls)), "")

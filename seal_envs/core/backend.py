@@ -157,8 +157,9 @@ class Backend:
     def execute(self, call: ToolCall, available: Iterable[str] | None = None) -> CallEvent:
         """Validate and run one call; never raises for anything the caller sent."""
         specs = self._specs
-        if call.name not in specs:
-            close = difflib.get_close_matches(call.name, list(specs), n=1)
+        if call.name not in specs:  # a hint names only a tool the agent may call now: never a hidden one
+            allowed = None if available is None else set(available)
+            close = difflib.get_close_matches(call.name, [t for t in specs if allowed is None or t in allowed], n=1)
             hint = f"did you mean '{close[0]}'?" if close else None
             return CallEvent("unknown_tool", call.name, message=f"unknown tool '{call.name}'", hint=hint)
         if available is not None and call.name not in set(available):

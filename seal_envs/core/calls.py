@@ -9,6 +9,15 @@ literals); nothing is evaluated. Supported shapes:
 - an OpenAI-style assistant message dict with ``tool_calls`` (arguments as a dict or JSON text).
 
 Anything that looks like an attempted call but does not parse is a :class:`FormatError`.
+
+Limits, so that one action costs bounded time and memory whatever the model writes (each is a
+:class:`FormatError` naming the limit): at most ``MAX_ACTION_CHARS`` characters (the declared
+action space; a dict action is measured by its JSON spelling), at most ``MAX_CALLS`` calls,
+values nested at most ``MAX_DEPTH`` levels, integers of at most ``MAX_INT_BITS`` bits (Python
+refuses to print an int past 4,300 digits, and every call is compared through its JSON text),
+and only JSON data: objects with string keys, lists, strings, numbers, booleans and null (a set,
+bytes or a circular structure in a dict action is refused, not repaired). Non-finite numbers
+parse, and are schema violations (see :mod:`seal_envs.core.validation`).
 """
 
 from __future__ import annotations
@@ -22,9 +31,81 @@ from .types import ToolCall
 
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)(</tool_call>|$)", re.DOTALL)
 
+MAX_ACTION_CHARS = 8192
+MAX_CALLS = 64
+MAX_DEPTH = 32
+MAX_INT_BITS = 256
+
 
 class FormatError(ValueError):
     """The action tried to call a tool but is not a well-formed call."""
+
+
+def json_data(value: Any, where: str = "action", budget: int = MAX_ACTION_CHARS) -> Any:
+    """A plain-JSON copy of ``value`` (dicts, lists, str, int, float, bool, None), or a
+    :class:`FormatError` saying what is not JSON data.
+
+    Iterative, and bounded by ``budget`` (about the length of the JSON spelling) and
+    :data:`MAX_DEPTH`, so a huge, deep or circular structure is refused after a bounded walk
+    instead of exhausting the stack or the clock downstream. Tuples and other sequences are
+    not accepted from dict actions either: the value must be what a JSON parser could return.
+    """
+    root: list[Any] = [None]
+    stack: list[tuple[Any, list | dict, Any, int, str]] = [(value, root, 0, 0, where)]
+    used = 0
+    while stack:
+        item, parent, slot, depth, path = stack.pop()
+        if depth > MAX_DEPTH:
+            raise FormatError(f"{path}: nested deeper than {MAX_DEPTH} levels")
+        used += 1
+        if used > budget:
+            raise FormatError(f"{where}: larger than {budget} characters as JSON")
+        if item is None or isinstance(item, bool):
+            out: Any = item
+        elif isinstance(item, float):
+            out = float(item)
+        elif isinstance(item, int):
+            if item.bit_length() > MAX_INT_BITS:
+                raise FormatError(f"{path}: integer larger than {MAX_INT_BITS} bits")
+            out = int(item)
+            used += len(str(out))
+        elif isinstance(item, str):
+            out = str(item)
+            used += len(out)
+        elif isinstance(item, list):
+            out = [None] * len(item)
+            for i in range(len(item) - 1, -1, -1):
+                stack.append((item[i], out, i, depth + 1, f"{path}[{i}]"))
+        elif isinstance(item, Mapping):
+            out = {}
+            for k in item:
+                if not isinstance(k, str):
+                    raise FormatError(f"{path}: object keys must be strings, got {type(k).__name__}")
+                used += len(k)
+                out[str(k)] = None
+            for k in reversed(list(out)):
+                stack.append((item[k], out, k, depth + 1, f"{path}.{k}"[:200]))
+        else:
+            raise FormatError(f"{path}: {type(item).__name__} is not JSON data "
+                              "(use objects, lists, strings, numbers, booleans and null)")
+        if used > budget:
+            raise FormatError(f"{where}: larger than {budget} characters as JSON")
+        parent[slot] = out
+    return root[0]
+
+
+def loads(text: str, where: str) -> Any:
+    """``json.loads`` whose every failure is a :class:`FormatError`: invalid JSON, a number past
+    Python's int-string limit (``ValueError``), nesting past the stack (``RecursionError``)."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise FormatError(f"{where}: invalid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    except RecursionError:
+        raise FormatError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as e:  # e.g. "Exceeds the limit (4300 digits) for integer string conversion"
+        raise FormatError(f"{where}: a number is too long ({e})") from None
+    return json_data(obj, where, budget=max(MAX_ACTION_CHARS, 2 * len(text)))
 
 
 @dataclass(frozen=True)
@@ -50,9 +131,10 @@ def _call_from_obj(obj: Any, where: str) -> ToolCall:
     args = obj.get("arguments", obj.get("parameters", {}))
     if isinstance(args, str):
         try:
-            args = json.loads(args) if args.strip() else {}
-        except json.JSONDecodeError as e:
-            raise FormatError(f"{where}: 'arguments' of {name!r} is not valid JSON ({e.msg} at char {e.pos})") from None
+            args = loads(args, where) if args.strip() else {}
+        except FormatError as e:
+            raise FormatError(f"{where}: 'arguments' of {name!r} is not valid JSON: "
+                              f"{str(e).removeprefix(where + ': ')}") from None
     if args is None:
         args = {}
     if not isinstance(args, Mapping):
@@ -64,10 +146,7 @@ def _call_from_obj(obj: Any, where: str) -> ToolCall:
 
 
 def _parse_json_calls(text: str, where: str) -> tuple[ToolCall, ...]:
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise FormatError(f"{where}: invalid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    obj = loads(text, where)
     if isinstance(obj, list):
         if not obj:
             raise FormatError(f"{where}: empty list of calls")
@@ -92,25 +171,50 @@ def _looks_like_json_call(stripped: str) -> bool:
     return stripped.startswith("{") or (stripped.startswith("[") and stripped[1:].lstrip().startswith(("{", "]")))
 
 
+def check_calls(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
+    """Enforce the limits on parsed calls, whatever syntax produced them."""
+    if len(calls) > MAX_CALLS:
+        raise FormatError(f"{len(calls)} calls in one action; the limit is {MAX_CALLS}")
+    return tuple(ToolCall(c.name, json_data(dict(c.arguments), f"arguments of {c.name!r}")) for c in calls)
+
+
+def action_text(action: Any) -> str:
+    """The action as the transcript records it: the text itself, or the JSON of a dict action.
+
+    Raises :class:`FormatError` for anything that is neither, or that breaks a limit."""
+    if isinstance(action, str):
+        if len(action) > MAX_ACTION_CHARS:
+            raise FormatError(f"the action has {len(action)} characters; the limit is {MAX_ACTION_CHARS}")
+        return action
+    if isinstance(action, Mapping):
+        return json.dumps(json_data(action, "message"), ensure_ascii=False)
+    raise FormatError(f"an action is text or an assistant message dict, got {type(action).__name__}")
+
+
 def parse_action(action: Any) -> ParsedAction:
     """Parse one assistant action; raise :class:`FormatError` with a message the agent can act on."""
     if isinstance(action, Mapping):
-        return _parse_message_dict(action)
-    if not isinstance(action, str):
-        raise FormatError(f"an action is text or an assistant message dict, got {type(action).__name__}")
+        parsed = _parse_message_dict(json_data(action, "message"))
+        return ParsedAction(check_calls(parsed.calls), parsed.text)
+    return _parse_text(action_text(action))
+
+
+def _parse_text(action: str) -> ParsedAction:
     if "<tool_call>" in action:
         calls: list[ToolCall] = []
         for i, m in enumerate(_TOOL_CALL_BLOCK.finditer(action)):
             if not m.group(2):
                 raise FormatError(f"<tool_call> block {i} is not closed with </tool_call>")
             calls.extend(_parse_json_calls(m.group(1).strip(), f"<tool_call> block {i}"))
+            if len(calls) > MAX_CALLS:
+                break
         text = _TOOL_CALL_BLOCK.sub("", action).strip()
-        return ParsedAction(tuple(calls), text)
+        return ParsedAction(check_calls(tuple(calls)), text)
     if "</tool_call>" in action:
         raise FormatError("found </tool_call> without an opening <tool_call>")
     stripped = action.strip()
     if _looks_like_json_call(stripped):
-        return ParsedAction(_parse_json_calls(stripped, "JSON call"), "")
+        return ParsedAction(check_calls(_parse_json_calls(stripped, "JSON call")), "")
     return ParsedAction((), stripped)
 
 

@@ -162,8 +162,8 @@ def _align_turn(task: Task, steps: Sequence[StepRecord], labels: list[TurnLabel]
         _relabel(labels, end, label)
     elif not response_ok:
         _relabel(labels, end, TurnLabel("response_mismatch", turn=turn, detail="the answer lacks what the user asked"))
-    elif not plan and labels[end].label == "ok":
-        labels[end] = TurnLabel("ok", turn=turn, abstention=True)
+    elif not plan and not made_calls and labels[end].label == "ok":  # a call in a no-call turn is
+        labels[end] = TurnLabel("ok", turn=turn, abstention=True)      # spurious, never also an abstention
 
 
 def diagnose(task: Task, steps: Sequence[StepRecord], verdict: Verdict,

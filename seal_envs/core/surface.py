@@ -17,6 +17,7 @@ structured :class:`~seal_envs.core.types.CallEvent`, so no surface can change se
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
@@ -135,7 +136,7 @@ class Surface:
         if level >= 1:
             text += " " + _explain(event, specs, policies, available)
         if level >= 2:
-            fix = _fix(event, specs)
+            fix = _fix(event, specs, available)
             if fix:
                 text += " Fix: " + fix
         return text
@@ -186,9 +187,10 @@ def _explain(event: CallEvent, specs: Mapping[str, ToolSpec], policies: Mapping[
     return "Check the arguments against the tool description and the state you have seen."
 
 
-def _fix(event: CallEvent, specs: Mapping[str, ToolSpec]) -> str:
-    if event.kind == "unknown_tool" and event.hint:
-        return event.hint
+def _fix(event: CallEvent, specs: Mapping[str, ToolSpec], available=()) -> str:
+    if event.kind == "unknown_tool":  # suggest from what is available now, never from the event's
+        close = difflib.get_close_matches(event.tool or "", sorted(available), n=1)  # hint: no hidden tool
+        return f"did you mean '{close[0]}'?" if close else ""
     spec = specs.get(event.tool or "")
     if spec is None:
         return ""

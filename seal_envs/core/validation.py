@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Mapping
@@ -61,12 +62,32 @@ def _describe(error, tool: str) -> ArgumentError:
     return ArgumentError(param, "invalid_value", f"{where} is invalid: {error.message}")
 
 
+def _non_finite(value: Any, path: tuple[str, ...] = ()) -> tuple[tuple[str, ...], float] | None:
+    """The path of the first NaN or infinity in ``value`` (arguments are depth-bounded by the
+    parser, so the recursion is too)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, value
+    items = value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _non_finite(item, path + (str(key),))
+        if found is not None:
+            return found
+    return None
+
+
 def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> ArgumentError | None:
     """None when the arguments satisfy the schema; else the most useful single error.
 
     Errors are ordered so that a missing required parameter is reported before a type problem:
-    that is the order in which an agent can fix them.
+    that is the order in which an agent can fix them. NaN and infinities are refused whatever
+    the schema says (JSON has no spelling for them, and every comparison with NaN is false, so
+    a NaN amount would pass a ``amount > limit`` check and poison the state it reaches).
     """
+    bad = _non_finite(dict(arguments))
+    if bad is not None:
+        path, value = bad
+        return ArgumentError(path[0] if path else None, "invalid_value",
+                             f"parameter '{'.'.join(path)}' of {tool} must be a finite number, got {value}")
     validator = _validator(canonical_json(dict(schema)))
     errors = list(validator.iter_errors(dict(arguments)))
     if not errors:

@@ -57,5 +57,43 @@ def test_a_result_too_big_to_print_is_a_tool_error_not_a_crash():
     from seal_envs.core.types import ToolCall
 
     backend = BFCLBackend({"involved_classes": ["MathAPI"], "initial_config": {}})
-    event = backend.execute(ToolCall("power", {"base": 7, "exponent": 10**5}))
+    event = backend.execute(ToolCall("power", {"base": 2**200, "exponent": 1000}))
     assert event.kind == "tool_error" and backend.responses[-1].startswith("Error during execution: Exceeds")
+
+
+@pytest.mark.parametrize("tool, args, param", [
+    ("power", {"base": 7, "exponent": 10**7}, "exponent"),
+    ("power", {"base": 7, "exponent": -10**7}, "exponent"),
+    ("logarithm", {"value": 7, "base": 3, "precision": 10**5}, "precision"),
+    ("square_root", {"number": 2, "precision": 10**5}, "precision"),
+    ("round_number", {"number": 5, "decimal_places": -10**7}, "decimal_places"),
+])
+def test_costly_math_arguments_are_bounded_schema_violations(tool, args, param):
+    import time
+
+    from seal_envs.bfcl.backend import BFCLBackend
+    from seal_envs.core.types import ToolCall
+
+    backend = BFCLBackend({"involved_classes": ["MathAPI"], "initial_config": {}})
+    start = time.perf_counter()
+    event = backend.execute(ToolCall(tool, args))
+    assert time.perf_counter() - start < 0.5
+    assert (event.kind, event.param) == ("schema_violation", param)
+    assert "maximum of 1000" in event.message or "minimum of -1000" in event.message
+
+
+def test_math_calls_leave_no_process_wide_precision():
+    import decimal
+
+    import mpmath
+
+    from seal_envs.bfcl.backend import BFCLBackend
+    from seal_envs.core.types import ToolCall
+
+    backend = BFCLBackend({"involved_classes": ["MathAPI"], "initial_config": {}})
+    dps, prec = mpmath.mp.dps, decimal.getcontext().prec
+    log = backend.execute(ToolCall("logarithm", {"value": 7, "base": 3, "precision": 200}))
+    root = backend.execute(ToolCall("square_root", {"number": 2, "precision": 300}))
+    assert log.ok and root.ok
+    assert len(backend.responses[-2]) > 150 and len(backend.responses[-1]) > 250  # the asked precision held
+    assert (mpmath.mp.dps, decimal.getcontext().prec) == (dps, prec)

@@ -151,3 +151,20 @@ def test_pluggable_grader_replaces_rules():
     env = gym.make("seal/ToolUse-Bank-v0", diagnoser=grader).unwrapped
     _, info, actions = run_episode(env, OracleAgent(), seed=0)
     assert calls == [len(actions)] and {lb["label"] for lb in info["turn_labels"]} == {"response_mismatch"}
+
+
+def test_a_turn_with_a_call_is_spurious_or_abstaining_never_both():
+    """A user turn that needs no call: calling a tool is spurious_tool_call, and the step that
+    ends the turn is then no correct_abstention; without the call it is."""
+    from seal_envs.core.diagnosis import diagnose
+    from seal_envs.core.types import CallEvent, Check, StepRecord, Task, UserTurn, Verdict
+
+    task = Task("t", "bank", "train", 0, 1, {}, (UserTurn("Just say hi."),))
+    verdict = Verdict((Check("state_turn_0", True, "", 0),), 1.0, (True,))
+    call = ToolCall("get_balance", {"account_id": "A"})
+    with_call = [StepRecord(0, "", (call,), (CallEvent("ok", "get_balance", result=1),)),
+                 StepRecord(0, "Hi.", ends_turn=True)]
+    tags = [official_tag(lb) for lb in diagnose(task, with_call, verdict, {})]
+    assert "spurious_tool_call" in tags and "correct_abstention" not in tags
+    tags = [official_tag(lb) for lb in diagnose(task, [StepRecord(0, "Hi.", ends_turn=True)], verdict, {})]
+    assert tags == ["correct_abstention"]

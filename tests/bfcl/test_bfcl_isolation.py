@@ -1,0 +1,101 @@
+"""Every BFCL episode owns what it can mutate: nothing one episode does reaches the next one,
+bfcl-eval's module-level data, or the cached reference states."""
+
+import copy
+import sys
+
+import pytest
+
+pytest.importorskip("bfcl_eval")
+
+from seal_envs.agents import OracleAgent, run_episode
+from seal_envs.bfcl import loader
+from seal_envs.bfcl.backend import BFCLBackend
+from seal_envs.bfcl.compare import format_call, ground_truth_trajectory
+from seal_envs.bfcl.source import build_task, make_env
+
+
+def _entry_per_class(category: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for entry in loader.entries(category):
+        for cls in entry["involved_classes"]:
+            out.setdefault(cls, entry["id"])
+    return out
+
+
+def _module_data() -> dict:
+    """The module-level containers of bfcl-eval's API modules (where the leak lived)."""
+    names = {loader.backend_class(c).__module__ for c in _entry_per_class("base")}
+    names.add("bfcl_eval.eval_checker.multi_turn_eval.func_source_code.long_context")
+    return {(m, k): copy.deepcopy(v) for m in sorted(names) for k, v in vars(sys.modules[m]).items()
+            if not k.startswith("_") and isinstance(v, (dict, list, set))}
+
+
+ENTRIES = sorted({(cls, eid) for cat in ("base", "long_context") for cls, eid in _entry_per_class(cat).items()})
+
+
+@pytest.mark.parametrize("cls, entry_id", ENTRIES, ids=[f"{c}-{e.rsplit('_', 2)[-2]}" for c, e in ENTRIES])
+def test_a_mutating_episode_leaves_the_next_one_pristine(cls, entry_id):
+    task = build_task(entry_id)
+    pristine = BFCLBackend(task.initial_state).comparable_state()
+    module_data = _module_data()
+    env = make_env(split="all").unwrapped
+    env.reset(options={"task_id": entry_id})
+    for calls in ground_truth_trajectory(task):  # the ground truth writes: it is the mutating play
+        for call in calls:
+            env.step(format_call(call))
+        if not env.done:
+            env.step("Done.")
+    assert env.backend.comparable_state() != pristine or not any(t.plan for t in task.turns)
+    env.reset(options={"task_id": entry_id})
+    assert env.backend.comparable_state() == pristine, f"{cls}: the next episode of {entry_id} starts changed"
+    assert _module_data() == module_data, f"{cls}: an episode changed bfcl-eval's module-level data"
+    reward, info, _ = run_episode(make_env(split="all"), OracleAgent(), options={"task_id": entry_id})
+    assert reward == 1.0, info["verification"]
+
+
+def test_cancelling_a_long_context_booking_does_not_leak():
+    """The reported case: long_context TravelAPI instances held CREDIT_CARD_EXTENSION's dicts."""
+    entry = "multi_turn_long_context_150"
+    env = make_env(split="all").unwrapped
+    env.reset(options={"task_id": entry})
+    travel = env.backend.instances["TravelAPI"]
+    card = "1234567812345678"
+    before = travel.credit_card_list[card]["balance"]
+    booking = next(b for b, r in travel.booking_record.items() if r.get("card_id") == card)
+    env.step(f"cancel_booking(access_token='{travel.access_token}', booking_id='{booking}')")
+    assert travel.credit_card_list[card]["balance"] != before, "the cancellation must refund the card"
+    fresh = make_env(split="all").unwrapped
+    fresh.reset(options={"task_id": entry})
+    assert fresh.backend.instances["TravelAPI"].credit_card_list[card]["balance"] == before
+    reward, info, _ = run_episode(make_env(split="all"), OracleAgent(), options={"task_id": entry})
+    assert reward == 1.0, info["verification"]
+
+
+def _scribble(value, seen: set) -> None:
+    """Change every dict and list reachable from ``value`` in place, as any tool could."""
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    if isinstance(value, dict):
+        for v in list(value.values()):
+            _scribble(v, seen)
+        value["__scribbled__"] = True
+    elif isinstance(value, list):
+        for v in list(value):
+            _scribble(v, seen)
+        value.append("__scribbled__")
+    elif hasattr(value, "__dict__") and type(value).__module__.startswith("bfcl_eval"):
+        _scribble(vars(value), seen)
+
+
+@pytest.mark.parametrize("cls, entry_id", ENTRIES, ids=[f"{c}-{e.rsplit('_', 2)[-2]}" for c, e in ENTRIES])
+def test_no_instance_shares_data_with_another_episode(cls, entry_id):
+    """Whatever an instance holds is its own: scribbling over all of it changes no other episode."""
+    task = build_task(entry_id)
+    pristine = BFCLBackend(task.initial_state).comparable_state()
+    module_data = _module_data()
+    _scribble(vars(BFCLBackend(task.initial_state).instances[cls]), set())
+    assert BFCLBackend(task.initial_state).comparable_state() == pristine
+    assert _module_data() == module_data
+    assert loader.entry_index()[entry_id]["initial_config"] == task.initial_state["initial_config"]
