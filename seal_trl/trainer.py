@@ -36,6 +36,7 @@ from .data import EnvPool, env_reward, make_dataset, reset_args, rollout_output,
 from .generation import sync_active_fn, trainer_generate_fn
 from .reweight import TokenWeigher
 from .rollout import EpisodeResult, GenerateFn, MultiTurnRollout
+from .sampling import TaskMemory, group_slices, is_uniform
 
 __all__ = ["SEALGRPOTrainer", "SEAL_STATE_FILE"]
 
@@ -71,6 +72,7 @@ class SEALGRPOTrainer(GRPOTrainer):
         self.seal_pools = {"train": EnvPool(args.env_id, args.make_env_kwargs()),
                            "eval": EnvPool(args.env_id, {**args.make_env_kwargs(), "evaluation": True})}
         self._seal_generate_fn = generate_fn
+        self.seal_tasks, self.seal_task_rows = _task_memory(args, train_dataset)
         self._seal_rollout: MultiTurnRollout | None = None
         self._seal_rows: list[dict[str, Any]] | None = None
         self._seal_results: list[EpisodeResult] = []
@@ -102,9 +104,58 @@ class SEALGRPOTrainer(GRPOTrainer):
         mode = "train" if self.model.training else "eval"
         envs = self.seal_pools[mode].get(len(prompts))
         self.seal_coevolution.apply(envs)
-        resets = [reset_args(row, self.args.curriculum and mode == "train") for row in tasks]
-        self._seal_results = self.seal_rollout.run(envs, [s for s, _ in resets], [o for _, o in resets])
+        filtering = mode == "train" and self.seal_tasks is not None
+        tasks = self._seal_prefilter(list(tasks)) if filtering else tasks
+        self._seal_results = self._seal_run(envs, tasks, mode == "train")
+        if filtering:
+            self._seal_resample(envs, list(tasks))
         return rollout_output(self._seal_results)
+
+    def _seal_run(self, envs: list[Any], tasks: list[dict[str, Any]], train: bool) -> list[EpisodeResult]:
+        resets = [reset_args(row, self.args.curriculum and train) for row in tasks]
+        return self.seal_rollout.run(envs, [s for s, _ in resets], [o for _, o in resets])
+
+    # -- which tasks a batch plays (seal_trl.sampling) ----------------------------------------
+    def _seal_prefilter(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Swap groups whose task came out uniform lately for mixed or unseen tasks (no episode spent)."""
+        keys = [t.get("task_id") for t in tasks]
+        groups = group_slices(keys, self.num_generations)
+        step = self.state.global_step
+        cooling = [g for g in groups or [] if self.seal_tasks.cooling(keys[g.start], step)]
+        fresh = self.seal_tasks.replacements(len(cooling), step, exclude=set(keys)) if cooling else []
+        for g, key in zip(cooling, fresh):
+            tasks[g] = [self.seal_task_rows[key]] * (g.stop - g.start)
+        self._metrics["train"]["seal/sampling/skipped_groups"].append(float(len(fresh)))
+        return tasks
+
+    def _seal_resample(self, envs: list[Any], tasks: list[dict[str, Any]]) -> None:
+        """Record every group's outcome; replay groups with equal rewards on other tasks (DAPO)."""
+        results, step = self._seal_results, self.state.global_step
+        keys = [t.get("task_id") for t in tasks]
+        groups = group_slices(keys, self.num_generations) or []
+        replayed = 0
+        for round_ in range(self.args.resample_uniform_groups + 1):
+            for g in groups:
+                self.seal_tasks.record(keys[g.start], [r.reward for r in results[g]], step)
+            uniform = [g for g in groups if is_uniform([r.reward for r in results[g]])]
+            if round_ == self.args.resample_uniform_groups or not uniform:
+                break
+            fresh = self.seal_tasks.replacements(len(uniform), step, exclude=set(keys), salt=round_ + 1)
+            if not fresh:
+                break
+            slots = [i for g in uniform[: len(fresh)] for i in range(g.start, g.stop)]
+            for g, key in zip(uniform, fresh):
+                keys[g] = [key] * (g.stop - g.start)
+                tasks[g] = [self.seal_task_rows[key]] * (g.stop - g.start)
+            for i, result in zip(slots, self._seal_run([envs[i] for i in slots], [tasks[i] for i in slots], True)):
+                results[i] = result
+            replayed += len(fresh)
+        metrics = self._metrics["train"]
+        metrics["seal/sampling/replayed_groups"].append(float(replayed))
+        metrics["seal/sampling/groups_mixed"].append(
+            sum(not is_uniform([r.reward for r in results[g]]) for g in groups) / max(len(groups), 1))
+        for key, value in self.seal_tasks.stats().items():
+            metrics[f"seal/sampling/{key}"].append(value)
 
     # -- scoring ----------------------------------------------------------------------------
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -192,12 +243,17 @@ class SEALGRPOTrainer(GRPOTrainer):
 
     # -- checkpointing ------------------------------------------------------------------------
     def seal_state_dict(self) -> dict[str, Any]:
-        return {"format": 1, "coevolution": self.seal_coevolution.state_dict(),
-                "weigher": self.seal_weigher.state_dict()}
+        state = {"format": 1, "coevolution": self.seal_coevolution.state_dict(),
+                 "weigher": self.seal_weigher.state_dict()}
+        if self.seal_tasks is not None:
+            state["task_memory"] = self.seal_tasks.state_dict()
+        return state
 
     def load_seal_state_dict(self, state: dict[str, Any]) -> None:
         self.seal_coevolution.load_state_dict(state["coevolution"])
         self.seal_weigher.load_state_dict(state["weigher"])
+        if self.seal_tasks is not None and "task_memory" in state:
+            self.seal_tasks.load_state_dict(state["task_memory"])
 
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
         super()._save_checkpoint(model, trial)
@@ -214,6 +270,21 @@ class SEALGRPOTrainer(GRPOTrainer):
         if path and os.path.exists(path):
             with open(path) as f:
                 self.load_seal_state_dict(json.load(f))
+
+
+def _task_memory(args: SEALConfig, dataset: Any) -> tuple[TaskMemory | None, dict[str, dict[str, Any]]]:
+    """The task memory for ``skip_uniform_tasks`` / ``resample_uniform_groups`` (``None`` when off)."""
+    if not (args.skip_uniform_tasks or args.resample_uniform_groups):
+        return None, {}
+    columns = set(getattr(dataset, "column_names", None) or [])
+    if not {"seed", "task_id"} <= columns:
+        raise ValueError("skip_uniform_tasks and resample_uniform_groups pick tasks from the train dataset, which "
+                         f"needs 'seed' and 'task_id' columns (seal_trl.make_dataset gives them); got {sorted(columns)}")
+    if args.world_size > 1 and args.resample_uniform_groups:
+        raise ValueError("resample_uniform_groups replays whole GRPO groups, which needs one process (a group can "
+                         f"span processes); got {args.world_size} processes")
+    rows = {tid: {"seed": int(seed), "task_id": tid} for tid, seed in zip(dataset["task_id"], dataset["seed"])}
+    return TaskMemory(list(rows), cooldown=args.skip_uniform_tasks, seed=args.seed), rows
 
 
 def _seal_rollout_func(prompts: list[list[dict[str, Any]]], trainer: SEALGRPOTrainer) -> dict[str, Any]:
