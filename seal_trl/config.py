@@ -1,0 +1,204 @@
+"""``SEALConfig``: GRPO settings plus the SEAL environment, reweighting and co-evolution options.
+
+Every field is documented once, in its ``metadata["help"]`` (``HfArgumentParser`` turns these into
+``--help`` text). Cross-field rules live in ``__post_init__`` and raise ``ValueError`` naming the
+offending values. Dict-valued fields also accept a JSON string, which is what a command line gives.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from trl import GRPOConfig
+
+from .weighting import OFFICIAL_MAX_SCALE, OFFICIAL_MIN_SCALE
+
+__all__ = ["SEALConfig", "WEIGHTING_MODES", "APPLY_TO", "TAG_SOURCES"]
+
+WEIGHTING_MODES = ("none", "trajectory", "turn")
+APPLY_TO = ("all", "negative", "positive")
+TAG_SOURCES = ("official", "label")
+
+
+def _as_dict(value: Any, name: str) -> dict[str, Any] | None:
+    if value is None or isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{name} must be a dict or a JSON object string, got {value!r}: {e}") from e
+        if isinstance(parsed, dict):
+            return parsed
+    raise ValueError(f"{name} must be a dict or a JSON object string, got {value!r}")
+
+
+@dataclass
+class SEALConfig(GRPOConfig):
+    """Configuration of :class:`~seal_trl.trainer.SEALGRPOTrainer` (a ``GRPOConfig`` subclass).
+
+    ``max_completion_length`` bounds the *whole* episode (model and environment tokens of every
+    turn); ``None`` leaves only ``max_turns`` as the bound.
+    """
+
+    # -- environment and rollout -----------------------------------------------------------
+    env_id: str = field(
+        default="seal/ToolUse-v0",
+        metadata={"help": "Gymnasium id of the training environment (`import seal_envs` registers the ids)."},
+    )
+    env_kwargs: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={"help": "Keyword arguments for `gym.make(env_id, ...)` (dict or JSON string). `max_steps` "
+                          "defaults to `max_turns` so the env itself truncates at the last turn."},
+    )
+    max_turns: int = field(
+        default=8,
+        metadata={"help": "Most assistant actions (turns) per episode; one batched `generate` call per turn."},
+    )
+    max_new_tokens_per_turn: int = field(
+        default=128, metadata={"help": "Most tokens the model may generate in one turn."}
+    )
+    skip_uniform_tasks: int = field(
+        default=0,
+        metadata={"help": "Online filtering: a task whose last group had equal rewards (no GRPO gradient) is "
+                          "replaced, before any episode is spent on it, for this many steps (0: off). See "
+                          "`seal_trl.sampling`."},
+    )
+    resample_uniform_groups: int = field(
+        default=0,
+        metadata={"help": "Dynamic sampling: rounds in which groups that came out with equal rewards are replayed "
+                          "on other tasks (0: off). Costs extra episodes; one process only."},
+    )
+    # -- diagnosis-guided advantage reweighting ---------------------------------------------
+    weighting: str = field(
+        default="trajectory",
+        metadata={"help": "`none` (vanilla GRPO), `trajectory` (one scale per episode: clamp(mean tag weight), the "
+                          "official A-Patch) or `turn` (each turn's tokens get that turn's weight)."},
+    )
+    tag_weights: dict[str, float] | str | None = field(
+        default=None,
+        metadata={"help": "Weight per tag (dict or JSON); unknown tags weigh 1.0. Default: the official SEAL "
+                          "A-Patch table (official tags)."},
+    )
+    tag_source: str = field(
+        default="official",
+        metadata={"help": "Which tag a turn label gives: `official` (the SEAL tag, e.g. spurious_tool_call) or "
+                          "`label` (the project's taxonomy, e.g. format_error)."},
+    )
+    min_scale: float = field(default=OFFICIAL_MIN_SCALE, metadata={"help": "Lower clamp of a weight (> 0)."})
+    max_scale: float = field(default=OFFICIAL_MAX_SCALE, metadata={"help": "Upper clamp of a weight."})
+    apply_to: str = field(
+        default="all",
+        metadata={"help": "Reweight episodes with `all` advantages, only `negative` ones or only `positive` ones; "
+                          "the others keep weight 1."},
+    )
+    renormalize: bool = field(
+        default=False,
+        metadata={"help": "`turn` mode: rescale each episode's token weights to mean 1, so only credit moves "
+                          "between its turns."},
+    )
+    ema_tag_weights: bool = field(
+        default=False,
+        metadata={"help": "Dynamic tag weights: boost a failure tag by its EMA frequency (see "
+                          "`weighting.EMATagWeights`); counts are summed over processes."},
+    )
+    ema_alpha: float = field(default=0.1, metadata={"help": "EMA rate of the dynamic tag weights, in (0, 1]."})
+    ema_strength: float = field(
+        default=1.0, metadata={"help": "A tag seen in every turn weighs (1 + strength) x its base weight."}
+    )
+    budget_normalize: bool = field(
+        default=False,
+        metadata={"help": "Rescale weights so they sum to the number of model tokens of the generation batch (over "
+                          "all processes): reweighting moves gradient, it does not change the step size."},
+    )
+    # -- co-evolution ---------------------------------------------------------------------
+    evolution: bool = field(
+        default=True,
+        metadata={"help": "Feed every generation batch's diagnoses to the evolver and apply its surface patches."},
+    )
+    evolver_window: int = field(default=4, metadata={"help": "Evolver: batches in the sliding window."})
+    evolver_raise_threshold: float = field(
+        default=0.3, metadata={"help": "Evolver: failure rate at which a surface channel is raised."}
+    )
+    evolver_fade_threshold: float = field(
+        default=0.1, metadata={"help": "Evolver: failure rate at which a channel fades (< raise threshold)."}
+    )
+    evolver_patience: int = field(default=1, metadata={"help": "Evolver: updates in a row before raising."})
+    evolver_fade_patience: int = field(default=2, metadata={"help": "Evolver: updates in a row before fading."})
+    evolver_min_episodes: int = field(
+        default=8, metadata={"help": "Evolver: episodes of a domain in the window before its rates count."}
+    )
+    curriculum: bool = field(
+        default=False,
+        metadata={"help": "Sample tasks by the evolver's success statistics (rows then give only the seed, the env "
+                          "picks the task)."},
+    )
+    curriculum_floor: float = field(default=0.1, metadata={"help": "Curriculum: least sampling weight of a task."})
+    curriculum_ema: float = field(default=0.5, metadata={"help": "Curriculum: EMA factor of bucket success rates."})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.env_kwargs = _as_dict(self.env_kwargs, "env_kwargs") or {}
+        tag_weights = _as_dict(self.tag_weights, "tag_weights")
+        self.tag_weights = None if tag_weights is None else {str(k): float(v) for k, v in tag_weights.items()}
+        self._check_choices()
+        self._check_numbers()
+
+    def _check_choices(self) -> None:
+        for name, allowed in (("weighting", WEIGHTING_MODES), ("apply_to", APPLY_TO), ("tag_source", TAG_SOURCES)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.renormalize and self.weighting != "turn":
+            raise ValueError(f"renormalize=True only applies to weighting='turn', got weighting={self.weighting!r}")
+        if self.ema_tag_weights and self.weighting == "none":
+            raise ValueError("ema_tag_weights=True needs weighting 'trajectory' or 'turn', got weighting='none'")
+
+    def _check_numbers(self) -> None:
+        if not 0 < self.min_scale <= self.max_scale:
+            raise ValueError(f"need 0 < min_scale <= max_scale, got min_scale={self.min_scale}, "
+                             f"max_scale={self.max_scale}")
+        if self.tag_weights is not None and any(w <= 0 for w in self.tag_weights.values()):
+            raise ValueError(f"tag_weights must be positive, got {self.tag_weights}")
+        if self.max_turns < 1 or self.max_new_tokens_per_turn < 1:
+            raise ValueError(f"max_turns and max_new_tokens_per_turn must be >= 1, got {self.max_turns} and "
+                             f"{self.max_new_tokens_per_turn}")
+        if self.max_completion_length is not None and self.max_completion_length < self.max_new_tokens_per_turn:
+            raise ValueError(f"max_completion_length ({self.max_completion_length}) bounds the whole episode and must "
+                             f"be >= max_new_tokens_per_turn ({self.max_new_tokens_per_turn})")
+        if not 0 < self.ema_alpha <= 1:
+            raise ValueError(f"ema_alpha must be in (0, 1], got {self.ema_alpha}")
+        if not 0 <= self.evolver_fade_threshold < self.evolver_raise_threshold <= 1:
+            raise ValueError(f"need 0 <= evolver_fade_threshold < evolver_raise_threshold <= 1, got "
+                             f"{self.evolver_fade_threshold} and {self.evolver_raise_threshold}")
+        if min(self.evolver_window, self.evolver_patience, self.evolver_fade_patience) < 1:
+            raise ValueError(f"evolver_window, evolver_patience and evolver_fade_patience must be >= 1, got "
+                             f"{self.evolver_window}, {self.evolver_patience}, {self.evolver_fade_patience}")
+        if self.skip_uniform_tasks < 0 or self.resample_uniform_groups < 0:
+            raise ValueError(f"skip_uniform_tasks and resample_uniform_groups must be >= 0, got "
+                             f"{self.skip_uniform_tasks} and {self.resample_uniform_groups}")
+        if self.curriculum and (self.skip_uniform_tasks or self.resample_uniform_groups):
+            raise ValueError("curriculum=True lets the env pick tasks; it cannot be combined with skip_uniform_tasks "
+                             "or resample_uniform_groups, which pick tasks in the trainer")
+        if self.env_kwargs.get("max_steps", self.max_turns) < 1:
+            raise ValueError(f"env_kwargs['max_steps'] must be >= 1, got {self.env_kwargs['max_steps']}")
+
+    # -- derived values ---------------------------------------------------------------------
+    def evolver_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``seal_envs.core.evolver.Evolver``."""
+        return {
+            "window": self.evolver_window,
+            "raise_threshold": self.evolver_raise_threshold,
+            "fade_threshold": self.evolver_fade_threshold,
+            "patience": self.evolver_patience,
+            "fade_patience": self.evolver_fade_patience,
+            "min_episodes": self.evolver_min_episodes,
+            "curriculum": self.curriculum,
+            "curriculum_floor": self.curriculum_floor,
+            "curriculum_ema": self.curriculum_ema,
+        }
+
+    def make_env_kwargs(self) -> dict[str, Any]:
+        """``env_kwargs`` with ``max_steps`` defaulting to ``max_turns``."""
+        return {"max_steps": self.max_turns, **self.env_kwargs}
