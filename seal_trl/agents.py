@@ -1,8 +1,11 @@
 """A transformers model as a batched agent for :func:`seal_envs.eval.evaluate`.
 
-All active episodes of a batch advance in lockstep: each round renders every conversation with the
-tokenizer's chat template (``tools=info["tools"]``, generation prompt on), left-pads them into one
-batch and makes one ``generate`` call; each episode gets the decoded text of its own completion.
+All active episodes of a batch advance in lockstep, one batched generation per round. Each episode's
+conversation is kept as token ids by :class:`seal_trl.chat.Transcript`, exactly as the training
+rollout keeps it (same renderer, same end-of-turn handling), so a policy is evaluated on the token
+ids it was trained on; :class:`seal_trl.engine.KVCacheEngine` keeps each episode's KV cache between
+rounds, so a round encodes only the env's reply. Models or settings the engine cannot serve fall
+back to ``model.generate`` on the left-padded sequences.
 
     agent = HFBatchAgent("Qwen/Qwen3-0.6B", temperature=1.0)
     result = evaluate("seal/ToolUse-v0", agent, split="test", k=4)
@@ -23,9 +26,13 @@ class HFBatchAgent:
 
     def __init__(self, model: str | Any = "tiny", tokenizer: Any = None, *, temperature: float = 1.0,
                  top_p: float = 1.0, max_new_tokens: int = 256, device: str | None = None,
-                 dtype: str | None = None, max_prompt_tokens: int | None = None):
+                 dtype: str | None = None, max_prompt_tokens: int | None = None,
+                 chat_template_kwargs: dict | None = None):
         import torch
+        from transformers import GenerationConfig
 
+        from seal_trl.chat import make_renderer
+        from seal_trl.rollout import _eos_ids, hf_generate_fn
         from seal_trl.tiny import load_model_and_tokenizer
 
         if isinstance(model, str):
@@ -48,38 +55,63 @@ class HFBatchAgent:
         self.max_new_tokens = max_new_tokens
         limit = getattr(model.config, "max_position_embeddings", None)
         self.max_prompt_tokens = max_prompt_tokens or (limit - max_new_tokens if limit else None)
+        sample = temperature > 0
+        config = GenerationConfig(do_sample=sample, temperature=temperature if sample else 1.0,
+                                  top_p=top_p, top_k=0, pad_token_id=tokenizer.pad_token_id,
+                                  eos_token_id=model.generation_config.eos_token_id)
+        self.eos_ids = _eos_ids(tokenizer, config)
+        self.renderer = make_renderer(tokenizer, self.eos_ids, chat_template_kwargs)
+        self.generate = hf_generate_fn(self.model, tokenizer, config, seed=0)
+        self.keyed = hasattr(self.generate, "generate_episodes")
+        self.transcripts: dict[int, Any] = {}  # slot -> the episode's Transcript
+        self.sequences: dict[int, list[int]] = {}  # slot -> the ids the model has seen and generated
         self.generator_seed = 0
         self.generate_calls = 0
 
     def start(self, seeds: Sequence[int]) -> None:
-        """Seed the sampling of this batch (the same seeds give the same completions)."""
+        """Start a batch: forget the last one and seed its sampling (the same seeds give the same completions)."""
         self.generator_seed = hash(tuple(seeds)) & 0x7FFF_FFFF
+        self.generate_calls = 0
+        if self.keyed:
+            self.generate.release(list(self.transcripts))
+            self.generate.reseed(self.generator_seed)
+        self.transcripts, self.sequences = {}, {}
 
-    def prompt(self, info: dict) -> str:
-        return self.tokenizer.apply_chat_template(info["messages"], tools=info.get("tools") or None,
-                                                  tokenize=False, add_generation_prompt=True)
+    def observe(self, slot: int, info: dict) -> list[int]:
+        """The episode's ids including the env's latest reply (its reset info starts a transcript)."""
+        from seal_trl.chat import Transcript
+
+        if slot not in self.transcripts:
+            self.transcripts[slot] = Transcript(self.renderer, info, self.eos_ids)
+            self.sequences[slot] = list(self.transcripts[slot].prompt_ids)
+        else:
+            self.sequences[slot] += self.transcripts[slot].reply_ids(info)
+        return self.sequences[slot]
 
     def act_batch(self, envs: Sequence[Any], infos: Sequence[dict], slots: Sequence[int]) -> list[str]:
         import torch
 
-        texts = [self.prompt(info) for info in infos]
-        enc = self.tokenizer(texts, add_special_tokens=False, padding=True, return_tensors="pt")
-        if self.max_prompt_tokens and enc["input_ids"].shape[1] > self.max_prompt_tokens:
-            enc = {k: v[:, -self.max_prompt_tokens:] for k, v in enc.items()}  # keep the recent context
-        enc = {k: v.to(self.device) for k, v in enc.items()}
-        sample = self.temperature > 0
-        kwargs: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": sample,
-                                  "pad_token_id": self.tokenizer.pad_token_id}
-        if sample:
-            kwargs.update(temperature=self.temperature, top_p=self.top_p)
-        cuda = [self.device.index or 0] if self.device.type == "cuda" else []
-        with torch.random.fork_rng(devices=cuda):
-            torch.manual_seed(self.generator_seed + self.generate_calls)
-            with torch.no_grad():
-                out = self.model.generate(**enc, **kwargs)
+        gone = [s for s in self.transcripts if s not in set(slots)]  # ended episodes never come back
+        if gone and self.keyed:
+            self.generate.release(gone)
+        for slot in gone:
+            del self.transcripts[slot], self.sequences[slot]
+        seqs = [self.observe(slot, info) for slot, info in zip(slots, infos)]
+        if self.max_prompt_tokens:
+            seqs = [s[-self.max_prompt_tokens:] for s in seqs]  # keep the recent context
+        if self.keyed:
+            out = self.generate.generate_episodes(list(slots), seqs, self.max_new_tokens)
+        else:  # model.generate samples from the global RNG: seed it per call, leave the caller's state alone
+            cuda = [self.device.index or 0] if self.device.type == "cuda" else []
+            with torch.random.fork_rng(devices=cuda):
+                torch.manual_seed(self.generator_seed + self.generate_calls)
+                out = self.generate(seqs, self.max_new_tokens)
         self.generate_calls += 1
-        new = out[:, enc["input_ids"].shape[1]:]
-        return [self.tokenizer.decode(row, skip_special_tokens=True) for row in new]
+        texts = []
+        for slot, ids in zip(slots, out.ids):
+            self.sequences[slot] += list(ids) + self.transcripts[slot].closing_ids(ids)
+            texts.append(self.tokenizer.decode(ids, skip_special_tokens=True))
+        return texts
 
 
 def make_agent(spec: str, **options: Any) -> Any:

@@ -22,6 +22,10 @@ never generated, so it belongs to the environment's part)
 Tools are rendered with the list the episode started with (so the prompt stays a prefix); when
 the env's tool list changes mid-episode, :func:`tools_note` adds a system message that shows the
 new list.
+
+:class:`Transcript` is the one place that turns an episode's ``info`` dicts into these ids; the
+training rollout and the evaluation agent both use it (with :func:`make_renderer`), so a policy is
+evaluated on exactly the token ids it was trained on.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["ChatRenderer", "tools_note"]
+__all__ = ["ChatRenderer", "Transcript", "make_renderer", "tools_note"]
 
 Message = Mapping[str, Any]
 
@@ -108,3 +112,47 @@ class ChatRenderer:
                 "environment's reply cannot be tokenized as a suffix; use a prefix-stable template"
             )
         return self.encode(full_text[len(base_text):])
+
+
+def make_renderer(tokenizer: Any, eos_ids: Sequence[int], chat_template_kwargs: Mapping[str, Any] | None = None
+                  ) -> ChatRenderer:
+    """The renderer for a policy that stops at ``eos_ids`` (their texts end an assistant turn)."""
+    ends = [tokenizer.convert_ids_to_tokens(i) for i in sorted(eos_ids)] \
+        if hasattr(tokenizer, "convert_ids_to_tokens") else []
+    return ChatRenderer(tokenizer, chat_template_kwargs, end_tokens=[e for e in ends if e])
+
+
+class Transcript:
+    """One episode's conversation as token ids: the prompt, then per turn the model's ids as generated
+    and what the environment appends (see :meth:`env_ids`).
+
+    ``info`` is the env's ``reset`` info; ``eos_ids`` are the ids that end a turn (a turn cut by the
+    token limit is closed with the tokenizer's EOS, as the template would render it).
+    """
+
+    def __init__(self, renderer: ChatRenderer, info: Mapping[str, Any], eos_ids: Sequence[int]) -> None:
+        self.renderer = renderer
+        self.eos_ids = set(eos_ids)
+        messages, tools = list(info["messages"]), list(info.get("tools") or [])
+        self.prompt_ids = renderer.prompt_ids(messages, tools)
+        self.history = messages  # messages as rendered into the ids
+        self.tools = tools  # the tool list rendered into the prompt
+        self.seen_tools = tools  # the last tool list shown (the prompt or a tools note)
+        self.env_messages = len(messages)  # how many of the env's info["messages"] `history` covers
+
+    def closing_ids(self, model_ids: Sequence[int]) -> list[int]:
+        """The end-of-turn token a turn needs after ``model_ids`` (none when the model emitted one)."""
+        return [] if model_ids and model_ids[-1] in self.eos_ids else [self.renderer.tokenizer.eos_token_id]
+
+    def reply_ids(self, info: Mapping[str, Any]) -> list[int]:
+        """Ids of the env's messages since the last action (and the next generation prompt); advances the history."""
+        messages = info["messages"]
+        assistant, new = messages[self.env_messages], list(messages[self.env_messages + 1:])
+        tools = list(info.get("tools") or [])
+        if tools != self.seen_tools:
+            new.insert(0, tools_note(tools))
+            self.seen_tools = tools
+        ids = self.renderer.delta_ids(self.history, assistant, new, self.tools)
+        self.history.extend([assistant, *new])
+        self.env_messages = len(messages)
+        return ids

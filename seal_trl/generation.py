@@ -5,6 +5,12 @@ as the trainer's own single-turn path does (``trainer.generation_config``: tempe
 top-k, ...), through ``unwrap_model_for_generation`` (DDP, DeepSpeed, FSDP), or through TRL's
 ``VLLMGeneration`` when ``use_vllm`` is on. Only the per-turn ``max_new_tokens`` differs.
 
+Without vLLM the policy is served by :class:`~seal_trl.engine.KVCacheEngine` (each episode's KV
+cache kept across turns; the rollout calls it per episode), unless the backend is collective
+(below: the engine's per-episode forwards differ in number between processes) or the sampling
+settings include one the engine does not implement; then ``model.generate`` on left-padded
+prompts, as before.
+
 Collective backends (vLLM server mode, DeepSpeed ZeRO-3, FSDP) need every process to join every
 call with the same number of prompts; :func:`needs_lockstep` tells when, and the functions below
 pad a process's prompt list with a one-token dummy prompt whose output is dropped.
@@ -14,6 +20,7 @@ CPU test suite.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import Any
 
@@ -62,19 +69,64 @@ def trainer_generate_fn(trainer: Any) -> GenerateFn:
 
 
 def _hf_generate_fn(trainer: Any) -> GenerateFn:
-    import torch
-    from trl.models import unwrap_model_for_generation
+    return _TrainerHFGenerate(trainer)
 
-    eos = set(trainer.eos_token_ids)
 
-    def generate(prompts: list[list[int]], max_new_tokens: int) -> Generation:
-        prompts, keep = _padded(trainer, prompts)
+class _TrainerHFGenerate:
+    """The trainer's policy for the HF path: a :data:`GenerateFn` that is also keyed per episode."""
+
+    def __init__(self, trainer: Any) -> None:
+        from .engine import KVCacheEngine, Sampling, engine_unsupported
+
+        self.trainer = trainer
+        self.eos = set(trainer.eos_token_ids)
+        why = engine_unsupported(trainer.accelerator.unwrap_model(trainer.model_wrapped), trainer.generation_config)
+        if needs_lockstep(trainer):
+            why.append("collective backend")
+        self.why_uncached = why
+        # seed=None: sampling draws from the global RNG, which the trainer seeds (reproducible runs as before)
+        self.engine = None if why else KVCacheEngine(
+            trainer.model, eos_token_ids=sorted(self.eos), pad_token_id=trainer._tokenizer.pad_token_id,
+            sampling=Sampling.from_config(trainer.generation_config))
+
+    def generate_episodes(self, keys: list[Any], prompts: list[list[int]], max_new_tokens: int) -> Generation:
+        if self.engine is None:
+            return self(prompts, max_new_tokens)
         if not prompts:
             return Generation([])
-        config = copy.deepcopy(trainer.generation_config)
+        with self._model() as model:
+            self.engine.model = model
+            return self.engine.generate_episodes(keys, prompts, max_new_tokens)
+
+    def release(self, keys: list[Any]) -> None:
+        if self.engine is not None:
+            self.engine.release(keys)
+
+    def __call__(self, prompts: list[list[int]], max_new_tokens: int) -> Generation:
+        if self.engine is not None:
+            if not prompts:
+                return Generation([])
+            with self._model() as model:
+                self.engine.model = model
+                return self.engine(prompts, max_new_tokens)
+        prompts, keep = _padded(self.trainer, prompts)
+        if not prompts:
+            return Generation([])
+        config = copy.deepcopy(self.trainer.generation_config)
         config.max_new_tokens = max_new_tokens
-        ids, mask = left_pad(prompts, trainer._tokenizer.pad_token_id)
-        device = trainer.accelerator.device
+        ids, mask = left_pad(prompts, self.trainer._tokenizer.pad_token_id)
+        device = self.trainer.accelerator.device
+        with self._model() as model:
+            out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=config)
+        rows = out[:, ids.size(1):].tolist()[:keep]
+        return Generation([cut_at_eos(row, self.eos) for row in rows])
+
+    @contextlib.contextmanager
+    def _model(self):
+        import torch
+        from trl.models import unwrap_model_for_generation
+
+        trainer = self.trainer
         with (
             unwrap_model_for_generation(
                 trainer.model_wrapped, trainer.accelerator,
@@ -85,11 +137,7 @@ def _hf_generate_fn(trainer: Any) -> GenerateFn:
             torch.no_grad(),
             trainer._dist.summon_full_params(trainer.model_wrapped, recurse=False),
         ):
-            out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=config)
-        rows = out[:, ids.size(1):].tolist()[:keep]
-        return Generation([cut_at_eos(row, eos) for row in rows])
-
-    return generate
+            yield model
 
 
 def _vllm_generate_fn(trainer: Any) -> GenerateFn:

@@ -3,8 +3,11 @@
 ``MultiTurnRollout.run(envs, seeds)`` resets each env with its seed, renders the first messages
 through the chat template (with ``tools=info["tools"]``), then per turn makes **one** batched
 generate call for all episodes still running, steps every env with its decoded text and appends
-the environment's reply (see :mod:`seal_trl.chat`). Per episode it returns what TRL's
-``rollout_func`` contract needs:
+the environment's reply (see :class:`seal_trl.chat.Transcript`). A generator with
+``generate_episodes(keys, sequences, max_new_tokens)`` and ``release(keys)`` (the KV-cached
+:class:`seal_trl.engine.KVCacheEngine`, which a ``transformers`` model gets) is called with each
+episode's key, so it can keep the episode's cache between turns; the rollout releases a key when
+its episode ends. Per episode it returns what TRL's ``rollout_func`` contract needs:
 
 * ``prompt_ids``; ``completion_ids`` = the model's tokens and the env's tokens of every turn;
 * ``env_mask`` (1 = model token, trained; 0 = env token, masked out of the loss);
@@ -21,13 +24,15 @@ truncation does, so a diagnosis always exists.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .chat import ChatRenderer, tools_note
+from .chat import Transcript, make_renderer
 
-__all__ = ["EpisodeResult", "Generation", "GenerateFn", "MultiTurnRollout", "end_episode", "hf_generate_fn"]
+__all__ = ["EpisodeResult", "Generation", "GenerateFn", "MultiTurnRollout", "end_episode", "hf_generate_fn",
+           "padded_generate_fn"]
 
 
 @dataclass
@@ -69,8 +74,22 @@ def end_episode(env: Any) -> tuple[float, dict[str, Any]]:
     return env.unwrapped.force_end()
 
 
-def hf_generate_fn(model: Any, tokenizer: Any, generation_config: Any = None) -> GenerateFn:
-    """A generate function for a plain ``transformers`` model (left padding, stop after EOS)."""
+def hf_generate_fn(model: Any, tokenizer: Any, generation_config: Any = None, *, cache: bool = True,
+                   seed: int | None = None) -> GenerateFn:
+    """A generate function for a plain ``transformers`` model: the KV-cached engine when it can serve the
+    model and the sampling settings (also usable per episode), else :func:`padded_generate_fn`."""
+    config = generation_config or model.generation_config
+    if cache:
+        from .engine import KVCacheEngine, Sampling, engine_unsupported
+
+        if not engine_unsupported(model, config):
+            return KVCacheEngine(model, eos_token_ids=sorted(_eos_ids(tokenizer, config)),
+                                 pad_token_id=tokenizer.pad_token_id, sampling=Sampling.from_config(config), seed=seed)
+    return padded_generate_fn(model, tokenizer, generation_config)
+
+
+def padded_generate_fn(model: Any, tokenizer: Any, generation_config: Any = None) -> GenerateFn:
+    """``model.generate`` on the left-padded prompts, no cache kept: the reference the engine is tested against."""
     import copy
 
     import torch
@@ -116,10 +135,8 @@ def _eos_ids(tokenizer: Any, generation_config: Any = None) -> set[int]:
 class _Episode:
     env: Any
     result: EpisodeResult
-    history: list[dict[str, Any]]  # messages as rendered into this episode's tokens
-    tools: list[dict[str, Any]]  # tool list rendered into the prompt
-    seen_tools: list[dict[str, Any]]  # last tool list shown (prompt or a tools note)
-    env_messages: int  # how many of the env's info["messages"] are already in `history`
+    transcript: Transcript
+    key: int  # the episode's identity for a keyed (caching) generator
     done: bool = False
 
 
@@ -134,7 +151,8 @@ class MultiTurnRollout:
 
     ``generate_calls`` counts calls over the object's life; ``last_stats`` describes the last
     :meth:`run`; ``current_envs`` lists the envs a running generate call serves, in prompt order
-    (for env-aware scripted policies).
+    (for env-aware scripted policies). A model is served by :func:`hf_generate_fn` (the KV-cached
+    engine when it supports the model).
     """
 
     def __init__(self, tokenizer: Any, generate: GenerateFn | Any, *, max_turns: int = 8,
@@ -153,9 +171,9 @@ class MultiTurnRollout:
         self.max_completion_length = max_completion_length
         self.sync_active = sync_active
         self.eos_ids = set(eos_token_ids or ()) | _eos_ids(tokenizer, getattr(generate, "generation_config", None))
-        ends = [tokenizer.convert_ids_to_tokens(i) for i in sorted(self.eos_ids)] \
-            if hasattr(tokenizer, "convert_ids_to_tokens") else []
-        self.renderer = ChatRenderer(tokenizer, chat_template_kwargs, end_tokens=[e for e in ends if e])
+        self.renderer = make_renderer(tokenizer, self.eos_ids, chat_template_kwargs)
+        self.keyed = hasattr(self.generate, "generate_episodes") and hasattr(self.generate, "release")
+        self._keys = itertools.count()
         self.generate_calls = 0
         self.last_stats: dict[str, float] = {}
         self.current_envs: list[Any] = []  # the envs the running generate call serves, in prompt order
@@ -170,19 +188,23 @@ class MultiTurnRollout:
         episodes = [self._reset(env, seed, None if options is None else options[i])
                     for i, (env, seed) in enumerate(zip(envs, seeds))]
         calls, with_logprobs = 0, False
-        for _ in range(self.max_turns):
-            active = [e for e in episodes if not e.done]
-            if not (self.sync_active(bool(active)) if self.sync_active else active):
-                break
-            self.current_envs = [e.env for e in active]
-            gen = self._generate([e.result.prompt_ids + e.result.completion_ids for e in active])
-            calls += 1
-            with_logprobs = with_logprobs or gen.logprobs is not None
-            for i, episode in enumerate(active):
-                self._advance(episode, gen.ids[i], gen.logprobs[i] if gen.logprobs is not None else None)
-        for episode in episodes:
-            if not episode.done:  # turn cap reached before the env's own step budget
-                self._force_end(episode, budget=False)
+        try:
+            for _ in range(self.max_turns):
+                active = [e for e in episodes if not e.done]
+                if not (self.sync_active(bool(active)) if self.sync_active else active):
+                    break
+                self.current_envs = [e.env for e in active]
+                gen = self._generate(active)
+                calls += 1
+                with_logprobs = with_logprobs or gen.logprobs is not None
+                for i, episode in enumerate(active):
+                    self._advance(episode, gen.ids[i], gen.logprobs[i] if gen.logprobs is not None else None)
+            for episode in episodes:
+                if not episode.done:  # turn cap reached before the env's own step budget
+                    self._force_end(episode, budget=False)
+        finally:  # a generator's caches never outlive the run (the weights change between runs)
+            if self.keyed:
+                self.generate.release([e.key for e in episodes])
         self._record_stats(episodes, calls)
         if not with_logprobs:
             for episode in episodes:
@@ -192,13 +214,16 @@ class MultiTurnRollout:
     # -- steps ----------------------------------------------------------------------------
     def _reset(self, env: Any, seed: int | None, options: Mapping[str, Any] | None) -> _Episode:
         _, info = env.reset(seed=None if seed is None else int(seed), options=dict(options) if options else None)
-        messages, tools = list(info["messages"]), list(info.get("tools") or [])
-        result = EpisodeResult(prompt_ids=self.renderer.prompt_ids(messages, tools), info=info)
-        return _Episode(env, result, messages, tools, tools, len(messages))
+        transcript = Transcript(self.renderer, info, self.eos_ids)
+        return _Episode(env, EpisodeResult(prompt_ids=transcript.prompt_ids, info=info), transcript, next(self._keys))
 
-    def _generate(self, prompts: list[list[int]]) -> Generation:
+    def _generate(self, active: list[_Episode]) -> Generation:
         self.generate_calls += 1
-        out = self.generate(prompts, self.max_new_tokens)
+        prompts = [e.result.prompt_ids + e.result.completion_ids for e in active]
+        if self.keyed:
+            out = self.generate.generate_episodes([e.key for e in active], prompts, self.max_new_tokens)
+        else:
+            out = self.generate(prompts, self.max_new_tokens)
         gen = out if isinstance(out, Generation) else Generation([list(x) for x in out])
         if len(gen.ids) != len(prompts):
             raise ValueError(f"generate returned {len(gen.ids)} sequences for {len(prompts)} prompts")
@@ -219,37 +244,30 @@ class MultiTurnRollout:
         _, reward, terminated, truncated, info = episode.env.step(text)
         res.num_turns += 1
         res.reward, res.info = float(reward), info
-        closing = [] if ids and ids[-1] in self.eos_ids else [self.tokenizer.eos_token_id]
+        closing = episode.transcript.closing_ids(ids)
         if terminated or truncated:
-            episode.done = True
+            self._finish(episode)
             room = self._room(episode)
             if closing and (room is None or room >= len(closing)):
                 self._append(res, closing, model=False)
             return
-        reply = closing + self._reply_ids(episode, info)
+        reply = closing + episode.transcript.reply_ids(info)
         room = self._room(episode)
         if room is not None and room < len(reply) + 1:  # no room for the reply and one more token
             self._force_end(episode, budget=True)
             return
         self._append(res, reply, model=False)
 
-    def _reply_ids(self, episode: _Episode, info: Mapping[str, Any]) -> list[int]:
-        messages = info["messages"]
-        assistant, new = messages[episode.env_messages], list(messages[episode.env_messages + 1:])
-        tools = list(info.get("tools") or [])
-        if tools != episode.seen_tools:
-            new.insert(0, tools_note(tools))
-            episode.seen_tools = tools
-        ids = self.renderer.delta_ids(episode.history, assistant, new, episode.tools)
-        episode.history.extend([assistant, *new])
-        episode.env_messages = len(messages)
-        return ids
+    def _finish(self, episode: _Episode) -> None:
+        episode.done = True
+        if self.keyed:  # free its cache now: the other episodes may run several more turns
+            self.generate.release([episode.key])
 
     def _force_end(self, episode: _Episode, budget: bool) -> None:
         reward, info = end_episode(episode.env)
         episode.result.reward, episode.result.info = float(reward), info
         episode.result.budget_truncated = budget
-        episode.done = True
+        self._finish(episode)
 
     @staticmethod
     def _append(res: EpisodeResult, ids: Sequence[int], model: bool, turn: int = -1,
