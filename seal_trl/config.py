@@ -108,6 +108,17 @@ class SEALConfig(GRPOConfig):
     ema_strength: float = field(
         default=1.0, metadata={"help": "A tag seen in every turn weighs (1 + strength) x its base weight."}
     )
+    dynamic_tag_weights: bool = field(
+        default=False,
+        metadata={"help": "The paper's dynamic tag weights: each tag's weight moves (EMA) towards base x (1 + alpha x "
+                          "prevalence x (1 - mean reward) x confidence) over a window cleared every epoch (see "
+                          "`weighting.OfficialDynamicTagWeights`); saved in seal_state.json."},
+    )
+    dynamic_ema_beta: float = field(default=0.25, metadata={"help": "Dynamic tag weights: EMA step, in [0, 1]."})
+    dynamic_prevalence_alpha: float = field(default=1.0, metadata={"help": "Dynamic tag weights: alpha."})
+    dynamic_confidence_samples: int = field(
+        default=32, metadata={"help": "Dynamic tag weights: occurrences for full confidence in a tag's statistics."}
+    )
     budget_normalize: bool = field(
         default=False,
         metadata={"help": "Rescale weights so they sum to the number of model tokens of the generation batch (over "
@@ -154,6 +165,12 @@ class SEALConfig(GRPOConfig):
             raise ValueError(f"renormalize=True only applies to weighting='turn', got weighting={self.weighting!r}")
         if self.ema_tag_weights and self.weighting == "none":
             raise ValueError("ema_tag_weights=True needs weighting 'trajectory' or 'turn', got weighting='none'")
+        if self.dynamic_tag_weights and (self.weighting == "none" or self.ema_tag_weights):
+            raise ValueError(f"dynamic_tag_weights=True needs weighting 'trajectory' or 'turn' and ema_tag_weights=False, "
+                             f"got weighting={self.weighting!r}, ema_tag_weights={self.ema_tag_weights}")
+        if not 0 <= self.dynamic_ema_beta <= 1 or self.dynamic_confidence_samples < 1:
+            raise ValueError(f"need 0 <= dynamic_ema_beta <= 1 and dynamic_confidence_samples >= 1, got "
+                             f"{self.dynamic_ema_beta} and {self.dynamic_confidence_samples}")
 
     def _check_numbers(self) -> None:
         if not 0 < self.min_scale <= self.max_scale:

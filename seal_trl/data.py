@@ -133,6 +133,7 @@ def rollout_output(results: Sequence[EpisodeResult]) -> dict[str, Any]:
         "env_reward": [r.reward for r in results],
         "seal_turn_index": [r.turn_index for r in results],
         "seal_turn_labels": [r.turn_labels for r in results],
+        "seal_official_tags": [r.info.get("official_tags") for r in results],
         "seal_passed": [r.passed for r in results],
         "seal_num_turns": [r.num_turns for r in results],
         "seal_task_id": [r.info.get("task_id") for r in results],

@@ -4,7 +4,10 @@
 :class:`~seal_trl.config.SEALConfig`:
 
 * ``none``: 1 on every model token;
-* ``trajectory``: one scale per episode, ``clamp(mean tag weight over its turns)`` (official A-Patch);
+* ``trajectory``: one scale per episode, ``clamp(mean tag weight)`` (official A-Patch). With
+  ``tag_source="official"`` the mean runs over the episode's official per-user-turn tags
+  (``info["official_tags"]``, :mod:`seal_envs.core.official`), which is what makes the scale
+  equal the official one; an env without them falls back to one tag per assistant step;
 * ``turn``: each turn's tokens get ``clamp(weight of that turn's tag)``; optionally renormalized to
   mean 1 per episode.
 
@@ -12,8 +15,12 @@
 then rescales so the weights of all model tokens of the generation batch (every process) sum to
 their count. Environment tokens (``turn_index == -1``) and padding always weigh 0.
 
-A turn's tag is its primary label (``tag_source="label"``) or the official SEAL tag of that
-label (``"official"``, the default, which the official tag-weight table is keyed by).
+In ``turn`` mode a step's tag is its primary label (``tag_source="label"``) or the official
+SEAL tag of that label (``"official"``, the default, which the official tag-weight table is keyed by).
+
+Tag weights are static, or move with the batches: ``ema`` (:class:`~seal_trl.weighting.EMATagWeights`,
+this project's rule) or ``dynamic`` (:class:`~seal_trl.weighting.OfficialDynamicTagWeights`,
+the paper's rule), never both.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from .weighting import (
     OFFICIAL_TAG_WEIGHTS,
     EMATagWeights,
+    OfficialDynamicTagWeights,
     budget_normalize,
     renormalize_mean_one,
     token_weights,
@@ -56,7 +64,9 @@ class TokenWeigher:
     def __init__(self, mode: str = "trajectory", tag_weights: Mapping[str, float] | None = None, *,
                  tag_source: str = "official", min_scale: float = 0.5, max_scale: float = 2.0,
                  apply_to: str = "all", renormalize: bool = False, ema: EMATagWeights | None = None,
-                 budget_normalize: bool = False) -> None:
+                 budget_normalize: bool = False, dynamic: OfficialDynamicTagWeights | None = None) -> None:
+        if ema is not None and dynamic is not None:
+            raise ValueError("choose one of the EMA tag weights and the official dynamic tag weights")
         self.mode = mode
         self.static_weights = dict(OFFICIAL_TAG_WEIGHTS if tag_weights is None else tag_weights)
         self.tag_source = tag_source
@@ -64,6 +74,7 @@ class TokenWeigher:
         self.apply_to = apply_to
         self.renormalize = renormalize
         self.ema = ema
+        self.dynamic = dynamic
         self.budget = budget_normalize
 
     @classmethod
@@ -72,28 +83,62 @@ class TokenWeigher:
         if args.ema_tag_weights:
             ema = EMATagWeights(base=args.tag_weights or OFFICIAL_TAG_WEIGHTS, alpha=args.ema_alpha,
                                 strength=args.ema_strength, min_scale=args.min_scale, max_scale=args.max_scale)
+        dynamic = None
+        if getattr(args, "dynamic_tag_weights", False):
+            dynamic = OfficialDynamicTagWeights(
+                base=args.tag_weights or OFFICIAL_TAG_WEIGHTS, ema_beta=args.dynamic_ema_beta,
+                prevalence_alpha=args.dynamic_prevalence_alpha, confidence_samples=args.dynamic_confidence_samples,
+                min_scale=args.min_scale, max_scale=args.max_scale)
         return cls(args.weighting, args.tag_weights, tag_source=args.tag_source, min_scale=args.min_scale,
                    max_scale=args.max_scale, apply_to=args.apply_to, renormalize=args.renormalize, ema=ema,
-                   budget_normalize=args.budget_normalize)
+                   budget_normalize=args.budget_normalize, dynamic=dynamic)
 
     @property
     def tag_weights(self) -> Mapping[str, float]:
+        if self.dynamic is not None:
+            return self.dynamic
         return self.ema if self.ema is not None else self.static_weights
 
     def tags(self, labels: Sequence[Mapping[str, Any] | None]) -> list[str | None]:
         return [turn_tag(label, self.tag_source) for label in labels]
 
-    def tag_counts(self, batch_labels: Sequence[Sequence[Mapping[str, Any] | None]]) -> Counter:
-        return Counter(t for labels in batch_labels for t in self.tags(labels) if t is not None)
+    def episode_tags(self, labels: Sequence[Mapping[str, Any] | None],
+                     official: Sequence[str] | None = None) -> list[str]:
+        """The tags an episode is weighed (and counted) by: its official per-user-turn tags in
+        ``trajectory`` mode with official tags, else one tag per labelled step."""
+        if self.mode == "trajectory" and self.tag_source == "official" and official is not None:
+            return [str(t) for t in official]
+        return [t for t in self.tags(labels) if t is not None]
 
-    def observe(self, counts: Mapping[str, float]) -> None:
-        """Move the EMA weights with one batch's tag counts (summed over processes); no-op without EMA."""
+    def tag_stats(self, batch_labels: Sequence[Sequence[Mapping[str, Any] | None]],
+                  batch_official: Sequence[Sequence[str] | None] | None = None,
+                  rewards: Sequence[float] | None = None) -> tuple[Counter, Counter]:
+        """Per tag of the batch: occurrences, and the sum of their episodes' rewards (to gather)."""
+        official = list(batch_official) if batch_official is not None else [None] * len(batch_labels)
+        rewards = list(rewards) if rewards is not None else [0.0] * len(batch_labels)
+        return OfficialDynamicTagWeights.trajectory_stats(
+            (self.episode_tags(labels, tags), reward) for labels, tags, reward in zip(batch_labels, official, rewards))
+
+    def tag_counts(self, batch_labels: Sequence[Sequence[Mapping[str, Any] | None]],
+                   batch_official: Sequence[Sequence[str] | None] | None = None) -> Counter:
+        official = list(batch_official) if batch_official is not None else [None] * len(batch_labels)
+        return Counter(t for labels, tags in zip(batch_labels, official) for t in self.episode_tags(labels, tags))
+
+    def observe(self, counts: Mapping[str, float], reward_sums: Mapping[str, float] | None = None,
+                epoch: int | None = None) -> None:
+        """One training batch's tag statistics (summed over processes) move the EMA weights, or
+        the official dynamic weights (observe, then update: the batch is weighed with the result;
+        ``epoch``, the trainer's, clears their window when it changes)."""
         if self.ema is not None:
             kept = {t: c for t, c in counts.items() if t not in self.ema.ignored_tags}
             self.ema.update_counts(kept, sum(kept.values()))
+        if self.dynamic is not None:
+            self.dynamic.observe(counts, reward_sums or {}, epoch)
+            self.dynamic.update()
 
-    def turn_weights(self, labels: Sequence[Mapping[str, Any] | None], advantage: float) -> list[float]:
-        """One weight per turn of an episode."""
+    def turn_weights(self, labels: Sequence[Mapping[str, Any] | None], advantage: float,
+                     official: Sequence[str] | None = None) -> list[float]:
+        """One weight per turn (assistant step) of an episode."""
         tags = self.tags(labels)
         kw = {"min_scale": self.min_scale, "max_scale": self.max_scale}
         if self.mode == "none":
@@ -102,18 +147,20 @@ class TokenWeigher:
             return turn_weights(tags, advantage, self.tag_weights, self.apply_to, **kw)
         applies = self.apply_to == "all" or (self.apply_to == "negative" and advantage < 0) or (
             self.apply_to == "positive" and advantage > 0)
-        scale = trajectory_scale([t for t in tags if t is not None], self.tag_weights, **kw) if applies else 1.0
+        scale = trajectory_scale(self.episode_tags(labels, official), self.tag_weights, **kw) if applies else 1.0
         return [scale] * len(tags)
 
     def weights(self, turn_index: torch.Tensor, batch_labels: Sequence[Sequence[Mapping[str, Any] | None]],
                 advantages: torch.Tensor, reduce_fn: Callable[[torch.Tensor], torch.Tensor] | None = None,
-                ) -> torch.Tensor:
-        """``[B, T]`` weights: ``turn_index[b, t]`` is the turn of token ``t`` (-1: env token or padding)."""
+                batch_official: Sequence[Sequence[str] | None] | None = None) -> torch.Tensor:
+        """``[B, T]`` weights: ``turn_index[b, t]`` is the turn of token ``t`` (-1: env token or padding);
+        ``batch_official[b]`` is episode ``b``'s ``info["official_tags"]`` (None where absent)."""
         per_turn = []
+        official = list(batch_official) if batch_official is not None else [None] * len(batch_labels)
         for b, labels in enumerate(batch_labels):
             needed = int(turn_index[b].max()) + 1 if turn_index.size(1) else 0
             padded = list(labels) + [None] * max(0, needed - len(labels))  # a turn without a label weighs 1
-            per_turn.append(self.turn_weights(padded, float(advantages[b])))
+            per_turn.append(self.turn_weights(padded, float(advantages[b]), official[b]))
         weights = token_weights(turn_index, per_turn).to(advantages.device)
         model_tokens = turn_index.to(weights.device) >= 0
         if self.renormalize:
@@ -124,8 +171,11 @@ class TokenWeigher:
 
     # -- checkpointing --------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        return {"ema": None if self.ema is None else self.ema.state_dict()}
+        return {"ema": None if self.ema is None else self.ema.state_dict(),
+                "dynamic": None if self.dynamic is None else self.dynamic.state_dict()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         if self.ema is not None and state.get("ema") is not None:
             self.ema.load_state_dict(state["ema"])
+        if self.dynamic is not None and state.get("dynamic") is not None:
+            self.dynamic.load_state_dict(state["dynamic"])

@@ -166,11 +166,17 @@ class SEALGRPOTrainer(GRPOTrainer):
             self._seal_rows = None
         mode = "train" if self.model.training else "eval"
         results = self._seal_results
-        stats = self._seal_gather({"tags": self.seal_weigher.tag_counts([r.turn_labels for r in results]),
+        counts, rewards = self.seal_weigher.tag_stats([r.turn_labels for r in results],
+                                                      [r.info.get("official_tags") for r in results],
+                                                      [r.reward for r in results])
+        stats = self._seal_gather({"tags": counts, "tag_rewards": rewards,
                                    "pending": CoEvolution.local_pending(r.info for r in results)
                                    if mode == "train" and self.seal_coevolution.active else {}})
         if mode == "train":
-            self.seal_weigher.observe(stats["tags"])
+            self.seal_weigher.observe(stats["tags"], stats["tag_rewards"], epoch=int(self.state.epoch or 0))
+            if self.seal_weigher.dynamic is not None:
+                for tag, weight in self.seal_weigher.dynamic.active.items():
+                    self._metrics[mode][f"seal/tag_weight/{tag}"].append(weight)
         weights, index = self._seal_token_weights(results, output)
         output["seal_base_advantages"] = output["advantages"].clone()
         output["advantages"] = output["advantages"].unsqueeze(1) * weights
@@ -191,20 +197,24 @@ class SEALGRPOTrainer(GRPOTrainer):
             index[b, : row.numel()] = row
         index = index.to(output["advantages"].device)
         reduce_fn = (lambda t: self.accelerator.reduce(t, reduction="sum")) if self.seal_weigher.budget else None
-        weights = self.seal_weigher.weights(index, [r.turn_labels for r in results], output["advantages"], reduce_fn)
+        weights = self.seal_weigher.weights(index, [r.turn_labels for r in results], output["advantages"], reduce_fn,
+                                            [r.info.get("official_tags") for r in results])
         return weights * output["completion_mask"].to(weights.dtype), index
 
     def _seal_gather(self, local: dict[str, Any]) -> dict[str, Any]:
         """Sum per-key counters over processes (``gather_object`` keeps rank order)."""
         if self.accelerator.num_processes == 1:
-            return {"tags": Counter(local["tags"]), "pending": [local["pending"]]}
+            return {"tags": Counter(local["tags"]), "tag_rewards": Counter(local["tag_rewards"]),
+                    "pending": [local["pending"]]}
         from accelerate.utils import gather_object
 
         gathered = gather_object([local])
         tags: Counter = Counter()
+        tag_rewards: Counter = Counter()
         for part in gathered:
             tags.update(part["tags"])
-        return {"tags": tags, "pending": [part["pending"] for part in gathered]}
+            tag_rewards.update(part["tag_rewards"])
+        return {"tags": tags, "tag_rewards": tag_rewards, "pending": [part["pending"] for part in gathered]}
 
     # -- logging ----------------------------------------------------------------------------
     def _seal_log(self, mode: str, results: list[EpisodeResult], weights: torch.Tensor, index: torch.Tensor) -> None:

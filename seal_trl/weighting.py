@@ -30,6 +30,8 @@ __all__ = [
     "OFFICIAL_TAG_WEIGHTS",
     "ApplyTo",
     "EMATagWeights",
+    "OFFICIAL_EXCLUDED_TAGS",
+    "OfficialDynamicTagWeights",
     "budget_normalize",
     "renormalize_mean_one",
     "token_weights",
@@ -329,3 +331,131 @@ class EMATagWeights(Mapping[str, float]):
         self.default_weight = float(state["default_weight"])
         self.ema = {str(k): float(v) for k, v in state["ema"].items()}
         self.num_updates = int(state["num_updates"])
+
+
+#: The tags the official dynamic weights leave out of prevalence (their target weight is 1.0).
+OFFICIAL_EXCLUDED_TAGS: frozenset[str] = frozenset({"checker_error", "gt_error"})
+UNKNOWN_TAG = "unknown"  # what the official code records for a trajectory without tags
+
+
+class OfficialDynamicTagWeights(Mapping[str, float]):
+    """The official SEAL dynamic tag weights: each failure tag's weight drifts towards
+    ``base x (1 + alpha x prevalence x stagnation x confidence)``.
+
+    Why this exists next to :class:`EMATagWeights`: it is the rule of the paper's run, so a run
+    that claims to reproduce the paper must use it. Per tag, over a window of trajectories:
+    ``prevalence`` = its occurrences / all non-excluded tag occurrences, ``stagnation`` = 1 - the
+    mean reward of the trajectories it occurred in (once per occurrence), ``confidence`` =
+    ``min(1, count / confidence_samples)``. ``pass`` targets its base weight, ``checker_error`` and
+    ``gt_error`` target 1.0; targets are clamped to ``[min_scale, max_scale]`` and the weight
+    moves ``w = (1 - beta) w + beta target`` from the base weight. :meth:`update` runs once per
+    rollout batch after :meth:`observe`. The window is cleared when a batch of a new epoch (a
+    pass over the training set) arrives: ``observe(..., epoch=)`` reads the epoch from the
+    trainer's state, so a run resumed from a checkpoint clears it at the same batch as an
+    uninterrupted one. The statistics over all epochs are kept and serve when the window is
+    empty. A batch with no countable tag uses the base weights and leaves the running weights
+    alone, as the official code does.
+    """
+
+    def __init__(self, base: Mapping[str, float] = OFFICIAL_TAG_WEIGHTS, ema_beta: float = 0.25,
+                 prevalence_alpha: float = 1.0, confidence_samples: int = 32,
+                 min_scale: float = OFFICIAL_MIN_SCALE, max_scale: float = OFFICIAL_MAX_SCALE) -> None:
+        if not 0.0 <= ema_beta <= 1.0:
+            raise ValueError(f"ema_beta must be in [0, 1], got {ema_beta}")
+        if confidence_samples < 1:
+            raise ValueError(f"confidence_samples must be >= 1, got {confidence_samples}")
+        _clamp(1.0, min_scale, max_scale)  # validates the bounds
+        self.base = dict(base)
+        self.ema_beta, self.prevalence_alpha = float(ema_beta), float(prevalence_alpha)
+        self.confidence_samples = int(confidence_samples)
+        self.min_scale, self.max_scale = float(min_scale), float(max_scale)
+        self.window: dict[str, list[float]] = {}  # tag -> [count, reward sum]
+        self.total: dict[str, list[float]] = {}
+        self.dynamic: dict[str, float] = {}
+        self.active: dict[str, float] = dict(self.base)
+        self.epoch: int | None = None  # the epoch of the batches in the window
+
+    @staticmethod
+    def trajectory_stats(trajectories: Iterable[tuple[Sequence[str], float]]) -> tuple[Counter, Counter]:
+        """``(count, reward sum)`` per tag over ``(tags, reward)`` trajectories: each occurrence of
+        a tag records its trajectory's reward. Sums, so they add up over processes."""
+        counts: Counter = Counter()
+        rewards: Counter = Counter()
+        for tags, reward in trajectories:
+            for tag in list(tags) or [UNKNOWN_TAG]:
+                counts[tag] += 1
+                rewards[tag] += float(reward)
+        return counts, rewards
+
+    def observe(self, counts: Mapping[str, float], reward_sums: Mapping[str, float], epoch: int | None = None) -> None:
+        if epoch is not None:
+            if self.epoch is not None and epoch != self.epoch:
+                self.end_epoch()
+            self.epoch = int(epoch)
+        for table in (self.window, self.total):
+            for tag in sorted(counts):
+                entry = table.setdefault(tag, [0.0, 0.0])
+                entry[0] += float(counts[tag])
+                entry[1] += float(reward_sums.get(tag, 0.0))
+
+    def target(self, tag: str, source: Mapping[str, Sequence[float]], total: float) -> float:
+        base = float(self.base.get(tag, 1.0))
+        if tag in OFFICIAL_EXCLUDED_TAGS:
+            raw = 1.0
+        elif tag == "pass":
+            raw = base
+        else:
+            count, reward_sum = source.get(tag, (0.0, 0.0))
+            mean_reward = reward_sum / count if count else 0.0
+            confidence = min(1.0, count / self.confidence_samples)
+            raw = base * (1.0 + self.prevalence_alpha * (count / total) * (1.0 - mean_reward) * confidence)
+        return _clamp(raw, self.min_scale, self.max_scale)
+
+    def update(self) -> dict[str, float]:
+        """Move every tag's weight one EMA step towards its target; the weights this batch uses."""
+        source = self.window or self.total
+        total = sum(c for tag, (c, _) in source.items() if tag not in OFFICIAL_EXCLUDED_TAGS)
+        if total <= 0:
+            self.active = dict(self.base)
+            return dict(self.active)
+        for tag in sorted(set(self.base) | set(source) | set(self.dynamic)):
+            previous = self.dynamic.get(tag, float(self.base.get(tag, 1.0)))
+            self.dynamic[tag] = (1.0 - self.ema_beta) * previous + self.ema_beta * self.target(tag, source, total)
+        self.active = dict(self.dynamic)
+        return dict(self.active)
+
+    def end_epoch(self) -> None:
+        self.window = {}
+
+    def __getitem__(self, tag: str) -> float:
+        return self.active.get(tag, float(self.base.get(tag, 1.0)))
+
+    def get(self, tag: str, default: Any = None) -> Any:  # unknown tags still get a weight
+        return self[tag]
+
+    def __contains__(self, tag: object) -> bool:
+        return tag in self.active or tag in self.base
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(set(self.active) | set(self.base)))
+
+    def __len__(self) -> int:
+        return len(set(self.active) | set(self.base))
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"kind": "official_dynamic", "base": dict(self.base), "ema_beta": self.ema_beta,
+                "prevalence_alpha": self.prevalence_alpha, "confidence_samples": self.confidence_samples,
+                "min_scale": self.min_scale, "max_scale": self.max_scale,
+                "window": {k: list(v) for k, v in sorted(self.window.items())},
+                "total": {k: list(v) for k, v in sorted(self.total.items())},
+                "dynamic": dict(sorted(self.dynamic.items())), "active": dict(sorted(self.active.items())),
+                "epoch": self.epoch}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.__init__(state["base"], state["ema_beta"], state["prevalence_alpha"], state["confidence_samples"],
+                      state["min_scale"], state["max_scale"])
+        self.window = {str(k): [float(c), float(r)] for k, (c, r) in state["window"].items()}
+        self.total = {str(k): [float(c), float(r)] for k, (c, r) in state["total"].items()}
+        self.dynamic = {str(k): float(v) for k, v in state["dynamic"].items()}
+        self.active = {str(k): float(v) for k, v in state["active"].items()}
+        self.epoch = None if state.get("epoch") is None else int(state["epoch"])

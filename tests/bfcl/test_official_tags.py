@@ -195,3 +195,28 @@ def test_instance_mismatch_checker_error_and_gt_error(monkeypatch):
     score = official_score(verdict.turn_facts)
     assert score.tags[:2] == ("pass", "gt_error")
     assert score.scorable_turns == 4 and score.passed_turns == 1  # gt_error stays scorable and failed
+
+
+def test_trajectory_scale_is_the_official_one_where_per_step_tags_differ():
+    """The two cases of issue 15: out of steps after turn 0, and a passing run with a repeated call."""
+    from seal_envs import official_tag
+    from seal_envs.core.types import TurnLabel
+    from seal_trl.weighting import trajectory_scale
+
+    def per_step_scale(info):
+        return trajectory_scale(official_tag(TurnLabel.from_dict(d)) for d in info["turn_labels"])
+
+    task = _task("multi_turn_base_0")  # 4 user turns; turn 0 is 3 calls and an answer
+    short = make_env(split="all", max_steps=4).unwrapped
+    info = play(short, task, ground_truth_trajectory(task))
+    assert info["official_tags"] == ["pass"] + ["empty_turn_model_response"] * 3
+    assert trajectory_scale(info["official_tags"]) == 1.375  # (1.0 + 3 x 1.5) / 4
+    assert per_step_scale(info) == pytest.approx(1.125)  # 3 ok calls, the answer relabelled premature_end
+
+    repeated = ground_truth_trajectory(task)
+    repeated[1].append(repeated[1][-1])  # grep twice: a read, so the run still passes
+    info = play(make_env(split="all").unwrapped, task, repeated)
+    assert info["verification"]["passed"] and info["official_tags"] == ["pass"] * 4
+    assert trajectory_scale(info["official_tags"]) == 1.0
+    steps = len(info["turn_labels"])
+    assert per_step_scale(info) == pytest.approx((steps - 1 + 2.0) / steps)  # one redundant call: 2.0

@@ -32,6 +32,7 @@ class SpyTrainer(SEALGRPOTrainer):
             "completion_mask": out["completion_mask"].clone(), "tool_mask": out["tool_mask"].clone(),
             "base": out["seal_base_advantages"].clone(), "advantages": out["advantages"].clone(),
             "labels": [inp["seal_turn_labels"] for inp in inputs],
+            "official": [inp["seal_official_tags"] for inp in inputs],
             "task_ids": [inp["seal_task_id"] for inp in inputs],
             "turn_index": [inp["seal_turn_index"] for inp in inputs],
         })
@@ -53,14 +54,15 @@ def make_trainer(tok, tmp_path, cls=SpyTrainer, dataset_rows=8, policy=True, **o
     return trainer, scripted
 
 
-def expected_turn_weight(mode: str, labels: list[dict], turn: int) -> float:
-    """The weight of a turn's tokens, computed here from the official table (not the trainer's code)."""
+def expected_turn_weight(mode: str, labels: list[dict], turn: int, official: list[str]) -> float:
+    """The weight of a turn's tokens, computed here from the official table (not the trainer's code):
+    trajectory mode weighs the episode's official per-user-turn tags, turn mode each step's tag."""
     tags = [official_tag(TurnLabel.from_dict(d)) for d in labels]
     clamp = lambda x: min(max(x, 0.5), 2.0)  # noqa: E731
     if mode == "none":
         return 1.0
     if mode == "trajectory":
-        return clamp(sum(OFFICIAL_TAG_WEIGHTS.get(t, 1.0) for t in tags) / len(tags))
+        return clamp(sum(OFFICIAL_TAG_WEIGHTS.get(t, 1.0) for t in official) / len(official))
     return clamp(OFFICIAL_TAG_WEIGHTS.get(tags[turn], 1.0))
 
 
@@ -69,7 +71,8 @@ def expected_advantages(mode: str, gen: dict) -> torch.Tensor:
     expected = torch.zeros(batch, width)
     for b in range(batch):
         for t, turn in enumerate(gen["turn_index"][b]):
-            expected[b, t] = gen["base"][b] * expected_turn_weight(mode, gen["labels"][b], turn) if turn >= 0 else 0.0
+            weight = expected_turn_weight(mode, gen["labels"][b], turn, gen["official"][b]) if turn >= 0 else 0.0
+            expected[b, t] = gen["base"][b] * weight
     return expected
 
 
@@ -177,3 +180,22 @@ def test_trainer_samples_with_its_own_model_and_evaluates_on_canonical_envs(tok,
     metrics = trainer.evaluate()
     assert "eval_seal/success_rate" in metrics
     assert all(env.unwrapped.surface.frozen for env in trainer.seal_pools["eval"].envs)
+
+
+def test_dynamic_tag_weights_move_clear_each_epoch_and_resume_from_checkpoints(tok, tmp_path):
+    # 4 tasks, 2 per step: an epoch is 2 steps, so step 3 opens epoch 1 and clears the window
+    common = dict(weighting="trajectory", dynamic_tag_weights=True, evolution=False, max_steps=3,
+                  save_strategy="steps", save_steps=2, dataset_rows=4)
+    full, _ = make_trainer(tok, tmp_path / "full", cls=SEALGRPOTrainer, **common)
+    full.train()
+    dynamic = full.seal_weigher.dynamic
+    assert dynamic.epoch == 1 and sum(c for c, _ in dynamic.window.values()) < sum(c for c, _ in dynamic.total.values())
+    assert any(dynamic[t] != OFFICIAL_TAG_WEIGHTS.get(t, 1.0) for t in dynamic.total if t != "pass")
+    ckpt = tmp_path / "full" / "out" / "checkpoint-2"
+    saved = json.loads((ckpt / SEAL_STATE_FILE).read_text())["weigher"]["dynamic"]
+    assert saved["epoch"] == 0 and saved["window"] == saved["total"]  # still the first epoch at step 2
+    resumed, _ = make_trainer(tok, tmp_path / "resumed", cls=SEALGRPOTrainer, **common)
+    resumed.train(resume_from_checkpoint=str(ckpt))
+    assert resumed.seal_weigher.dynamic.state_dict() == dynamic.state_dict()
+    logged = [h for h in full.state.log_history if "seal/tag_weight/pass" in h]
+    assert len(logged) == 3
