@@ -56,9 +56,10 @@ class HFBatchAgent:
         limit = getattr(model.config, "max_position_embeddings", None)
         self.max_prompt_tokens = max_prompt_tokens or (limit - max_new_tokens if limit else None)
         sample = temperature > 0
-        config = GenerationConfig(do_sample=sample, temperature=temperature if sample else 1.0,
-                                  top_p=top_p, top_k=0, pad_token_id=tokenizer.pad_token_id,
-                                  eos_token_id=model.generation_config.eos_token_id)
+        # sampling: the model's own top-k (what model.generate applied before) with this temperature and top-p
+        knobs = {"temperature": temperature, "top_p": top_p, "top_k": model.generation_config.top_k} if sample else {}
+        config = GenerationConfig(do_sample=sample, pad_token_id=tokenizer.pad_token_id,
+                                  eos_token_id=model.generation_config.eos_token_id, **knobs)
         self.eos_ids = _eos_ids(tokenizer, config)
         self.renderer = make_renderer(tokenizer, self.eos_ids, chat_template_kwargs)
         self.generate = hf_generate_fn(self.model, tokenizer, config, seed=0)

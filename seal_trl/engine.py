@@ -302,7 +302,7 @@ class KVCacheEngine:
         offsets = [width - len(r.tokens) for r in live]  # left padding of each live row
         positions = torch.tensor([len(r.tokens) for r in live], device=device)
         for step in range(1, max_new_tokens):
-            col = width + step - 1
+            col = cache.layers[0].n  # the column this step writes (compaction moves it left)
             mask[:, col] = 1
             feed = torch.tensor([[r.out[-1] if not r.done else self.pad_id] for r in live], device=device)
             logits = self.model(input_ids=feed, attention_mask=mask[:, :col + 1], cache=cache, use_cache=True,
