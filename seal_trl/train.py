@@ -17,6 +17,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="tiny", help="'tiny' (offline, built in-process) or a HF model id/path")
     p.add_argument("--env", default="seal/ToolUse-v0", help="environment id")
     p.add_argument("--weighting", default="turn", choices=["none", "trajectory", "turn"])
+    p.add_argument("--surface", default="canonical", choices=["canonical", "observation_lite"],
+                   help="training surface preset (observation_lite: the paper's static hints); evaluation stays canonical")
     p.add_argument("--no-evolution", action="store_true", help="keep the surface canonical")
     p.add_argument("--curriculum", action="store_true", help="sample tasks by the evolver's curriculum")
     p.add_argument("--steps", type=int, default=12, help="GRPO steps")
@@ -44,6 +46,7 @@ def run(args: argparse.Namespace) -> Path:
         max_completion_length=args.max_turns * (args.max_new_tokens + 96), temperature=1.0,
         env_id=args.env, max_turns=args.max_turns, max_new_tokens_per_turn=args.max_new_tokens,
         weighting=args.weighting, evolution=not args.no_evolution, curriculum=args.curriculum,
+        surface_preset=args.surface,
         evolver_min_episodes=4,
     )
     callback = run_folder_callback(out)
