@@ -31,7 +31,8 @@ SEAL tag of every user turn, see :mod:`seal_envs.core.official`) and ``official_
 
 ## Arguments
 ``domains`` (default: the training mixture), ``split`` (train, test, ood), ``evaluation`` (freeze
-the canonical surface; implied by test and ood), ``max_steps``, ``reward_mode``, ``surface``,
+the canonical surface; implied by test and ood), ``max_steps``, ``reward_mode``, ``surface`` (a
+``Surface`` or a preset name such as ``"observation_lite"``),
 ``diagnoser``, ``render_mode`` ("ansi" or "human").
 
 ## Version History
@@ -51,7 +52,7 @@ from seal_envs.core.calls import MAX_ACTION_CHARS, FormatError, action_text, par
 from seal_envs.core.diagnosis import Diagnoser, diagnose, immediate_label
 from seal_envs.core.evolver import EpisodeDiagnosis, Evolver
 from seal_envs.core.official import official_score
-from seal_envs.core.surface import CANONICAL, FrozenSurfaceError, Surface, SurfacePatch
+from seal_envs.core.surface import CANONICAL, FrozenSurfaceError, Surface, SurfacePatch, surface_preset
 from seal_envs.core.types import CallEvent, StepRecord, Task, canonical_json
 from seal_envs.core.verifier import EpisodeRecord
 from seal_envs.spaces import UnicodeText, sanitize
@@ -107,7 +108,7 @@ class ToolUseEnv(gym.Env):
 
     def __init__(self, domains: Sequence[str] | None = None, split: str = "train", *, task_set=None,
                  evaluation: bool = False,
-                 max_steps: int = 24, reward_mode: str = "binary", surface: Surface | None = None,
+                 max_steps: int = 24, reward_mode: str = "binary", surface: Surface | str | None = None,
                  diagnoser: Diagnoser | None = None, evolver: Evolver | None = None,
                  render_mode: str | None = None):
         if reward_mode not in ("binary", "progress"):
@@ -120,7 +121,8 @@ class ToolUseEnv(gym.Env):
         split = self.task_set.split
         self.split = split
         self.evaluation = evaluation or split != "train"
-        if self.evaluation and surface is not None and surface.levels:
+        surface = surface_preset(surface) if isinstance(surface, str) else surface  # a preset by name
+        if self.evaluation and surface is not None and (surface.levels or surface.preset):
             raise FrozenSurfaceError(f"a {split} (evaluation) env holds the canonical surface; it refuses "
                                      f"the surface it was given (version {surface.version}, {len(surface.levels)} level(s))")
         self._surface = CANONICAL.freeze() if self.evaluation else (surface or CANONICAL)

@@ -20,6 +20,7 @@ __all__ = ["SEALConfig", "WEIGHTING_MODES", "APPLY_TO", "TAG_SOURCES"]
 WEIGHTING_MODES = ("none", "trajectory", "turn")
 APPLY_TO = ("all", "negative", "positive")
 TAG_SOURCES = ("official", "label")
+SURFACE_PRESETS = ("canonical", "observation_lite")  # seal_envs.core.surface.PRESETS
 
 
 def _as_dict(value: Any, name: str) -> dict[str, Any] | None:
@@ -125,6 +126,12 @@ class SEALConfig(GRPOConfig):
                           "all processes): reweighting moves gradient, it does not change the step size."},
     )
     # -- co-evolution ---------------------------------------------------------------------
+    surface_preset: str = field(
+        default="canonical",
+        metadata={"help": "The training envs' starting surface: `canonical` or `observation_lite` (the paper's "
+                          "static hints: [required] / Allowed values on parameters and one system note). Evaluation "
+                          "envs stay canonical; with `evolution` the evolver patches on top of it."},
+    )
     evolution: bool = field(
         default=True,
         metadata={"help": "Feed every generation batch's diagnoses to the evolver and apply its surface patches."},
@@ -158,7 +165,8 @@ class SEALConfig(GRPOConfig):
         self._check_numbers()
 
     def _check_choices(self) -> None:
-        for name, allowed in (("weighting", WEIGHTING_MODES), ("apply_to", APPLY_TO), ("tag_source", TAG_SOURCES)):
+        for name, allowed in (("weighting", WEIGHTING_MODES), ("apply_to", APPLY_TO), ("tag_source", TAG_SOURCES),
+                              ("surface_preset", SURFACE_PRESETS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.renormalize and self.weighting != "turn":

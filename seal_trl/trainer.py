@@ -30,6 +30,8 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
+from seal_envs.core.surface import surface_preset
+
 from .coevolution import CoEvolution
 from .config import SEALConfig
 from .data import EnvPool, env_reward, make_dataset, reset_args, rollout_output, task_of_prompt
@@ -68,7 +70,7 @@ class SEALGRPOTrainer(GRPOTrainer):
             train_dataset = make_dataset(args.env_id, "train", env_kwargs=args.env_kwargs)
         self.seal_weigher = TokenWeigher.from_config(args)
         self.seal_coevolution = CoEvolution(args.evolver_kwargs(), evolve_surface=args.evolution,
-                                            curriculum=args.curriculum)
+                                            curriculum=args.curriculum, surface=surface_preset(args.surface_preset))
         self.seal_pools = {"train": EnvPool(args.env_id, args.make_env_kwargs()),
                            "eval": EnvPool(args.env_id, {**args.make_env_kwargs(), "evaluation": True})}
         self._seal_generate_fn = generate_fn
