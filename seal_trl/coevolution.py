@@ -5,7 +5,8 @@ process (``gather_object`` of :meth:`CoEvolution.local_pending`), sums them (cou
 ranks does not change the sum), closes the batch with ``Evolver.update`` and applies the patches
 to the surface. Every rank runs the same deterministic update on the same sums, so every rank
 ends with the same evolver state and surface. :meth:`apply` pushes the surface (and curriculum
-task weights) onto envs before a rollout.
+task weights) onto envs before a rollout; a surface with a preset (``observation_lite``) is pushed
+even when evolution is off, since it is the training surface itself.
 
 State (evolver, surface) round-trips through JSON: :meth:`state_dict` / :meth:`load_state_dict`.
 """
@@ -60,7 +61,7 @@ class CoEvolution:
             base = env.unwrapped
             if base.surface.frozen:
                 continue
-            if self.evolve_surface and base.surface != self.surface:
+            if (self.evolve_surface or self.surface.preset) and base.surface != self.surface:
                 base.set_surface(self.surface)
             if self.curriculum and self.evolver.updates:
                 if self._task_weights is None:

@@ -10,6 +10,12 @@ Three channels, each a level per scope (level 0 is the canonical text):
 - ``recovery`` (scope: an event kind such as ``schema_violation``): 1 explains what was
   expected, 2 adds a concrete fix.
 
+A surface may also carry a named, static *preset* (``PRESETS``) applied under the channels:
+``observation_lite`` is the environment side of the paper's run, word for word: ``[required]``
+and ``Allowed values: a, b`` appended to parameter descriptions and one system note. It is a
+training-time surface like any other (evaluation envs hold the canonical one), and the evolver
+can start from it: patches raise channels on top of the preset.
+
 A surface is an immutable value: applying a patch returns a new surface with a higher version
 and the patch appended to its history. Rendering reads only the canonical specs and the
 structured :class:`~seal_envs.core.types.CallEvent`, so no surface can change semantics.
@@ -26,6 +32,11 @@ from .types import CallEvent, ToolSpec
 
 MAX_LEVEL = {"affordance": 3, "constraint": 2, "recovery": 2}
 CHANNELS = tuple(MAX_LEVEL)
+
+#: The official observation-lite system note (SEAL's BFCL env, ``observation_lite`` default).
+OBSERVATION_LITE_NOTE = ("Observation note: parameters marked [required] must be provided exactly when calling a "
+                         "tool; do not invent tools outside the current schema.")
+PRESETS = ("canonical", "observation_lite")
 
 
 class FrozenSurfaceError(RuntimeError):
@@ -55,6 +66,11 @@ class Surface:
     version: int = 0
     history: tuple[SurfacePatch, ...] = ()
     frozen: bool = False
+    preset: str = ""  # "" (canonical) or a name in PRESETS
+
+    def __post_init__(self):
+        if self.preset not in ("", *PRESETS[1:]):
+            raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}")
 
     # -- value semantics -----------------------------------------------------------------
     def level(self, channel: str, scope: str) -> int:
@@ -93,7 +109,7 @@ class Surface:
                       for c in CHANNELS for s in set(a[c]) | set(b[c]) if a[c].get(s, 0) != b[c].get(s, 0))
 
     def to_json(self) -> str:
-        return json.dumps({"version": self.version, "frozen": self.frozen,
+        return json.dumps({"version": self.version, "frozen": self.frozen, "preset": self.preset,
                            "levels": [list(x) for x in self.levels],
                            "history": [p.to_dict() for p in self.history]}, sort_keys=True)
 
@@ -101,7 +117,8 @@ class Surface:
     def from_json(text: str) -> "Surface":
         d = json.loads(text)
         return Surface(levels=tuple(tuple(x) for x in d["levels"]), version=d["version"],
-                       history=tuple(SurfacePatch(**p) for p in d["history"]), frozen=d["frozen"])
+                       history=tuple(SurfacePatch(**p) for p in d["history"]), frozen=d["frozen"],
+                       preset=d.get("preset", ""))
 
     # -- rendering -----------------------------------------------------------------------
     def render_tool(self, spec: ToolSpec, policies: Mapping[str, str]) -> dict:
@@ -109,6 +126,8 @@ class Surface:
         params = json.loads(json.dumps(dict(spec.parameters)))
         required = set(params.get("required", []))
         for name, prop in params.get("properties", {}).items():
+            if self.preset == "observation_lite":
+                prop["description"] = observation_lite_description(prop, name in required)
             prop["description"] = _param_description(name, prop, name in required, level)
         description = spec.description
         if level >= 3:
@@ -125,7 +144,10 @@ class Surface:
         for name in sorted(available):
             if self.level("constraint", name) >= 2:
                 rules.extend(policies[r] for r in specs[name].policies if policies[r] not in rules)
-        return ("Policies you must follow:\n" + "\n".join(f"- {r}" for r in rules)) if rules else ""
+        notes = [OBSERVATION_LITE_NOTE] if self.preset == "observation_lite" else []
+        if rules:
+            notes.append("Policies you must follow:\n" + "\n".join(f"- {r}" for r in rules))
+        return "\n\n".join(notes)
 
     def render_event(self, event: CallEvent, specs: Mapping[str, ToolSpec], policies: Mapping[str, str],
                      available=()) -> str:
@@ -145,13 +167,32 @@ class Surface:
 CANONICAL = Surface()
 
 
+def surface_preset(name: str) -> Surface:
+    """The version-0 surface of a named preset (``canonical`` or ``observation_lite``)."""
+    if name not in PRESETS:
+        raise ValueError(f"surface preset must be one of {PRESETS}, got {name!r}")
+    return CANONICAL if name == "canonical" else Surface(preset=name)
+
+
 # -- rendering helpers (pure) ------------------------------------------------------------
+def observation_lite_description(prop: Mapping[str, Any], required: bool) -> str:
+    """A parameter description as the official observation-lite shows it: ``[required]`` for a
+    required parameter and ``Allowed values: a, b`` for an enum, appended, each only once."""
+    text = str(prop.get("description", "") or "")
+    additions = []
+    if required and "[required]" not in text:
+        additions.append("[required]")
+    if prop.get("enum") and "Allowed values:" not in text:
+        additions.append("Allowed values: " + ", ".join(str(v) for v in prop["enum"]))
+    return f"{text} {' '.join(additions)}".strip() if additions else text
+
+
 def _param_description(name: str, prop: dict, required: bool, level: int) -> str:
     text = prop.get("description", "")
-    if level >= 1:
-        if required:
+    if level >= 1:  # each hint once: a preset may have added it already
+        if required and "[required]" not in text:
             text = "[required] " + text
-        if "enum" in prop:
+        if "enum" in prop and "Allowed values:" not in text:
             text += " Allowed values: " + ", ".join(map(str, prop["enum"])) + "."
     if level >= 2:
         text += f" Type: {prop.get('type', 'any')}. e.g. {json.dumps(example_value(name, prop))}."

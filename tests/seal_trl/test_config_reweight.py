@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -88,3 +90,28 @@ def test_missing_labels_weigh_one_and_ema_moves_weights():
     other = TokenWeigher("turn", ema=EMATagWeights(alpha=0.5))
     other.load_state_dict(state)
     assert other.tag_weights["empty_turn_model_response"] == weigher.tag_weights["empty_turn_model_response"]
+
+
+def test_observation_lite_is_a_serialisable_setting_that_reaches_training_envs_only(tmp_path):
+    import argparse
+
+    import gymnasium as gym
+
+    from seal_envs.core.surface import surface_preset
+    from seal_trl.coevolution import CoEvolution
+    from seal_trl.train import add_arguments
+
+    cfg = config(tmp_path, surface_preset="observation_lite", dynamic_tag_weights=True, evolution=False)
+    saved = json.loads(cfg.to_json_string())
+    assert saved["surface_preset"] == "observation_lite" and saved["dynamic_tag_weights"] is True
+    with pytest.raises(ValueError, match="surface_preset must be one of"):
+        config(tmp_path, surface_preset="full")
+    train = gym.make("seal/ToolUse-v0")
+    evaluation = gym.make("seal/ToolUse-v0", evaluation=True)
+    CoEvolution(evolve_surface=False, surface=surface_preset(cfg.surface_preset)).apply([train, evaluation])
+    assert train.unwrapped.surface.preset == "observation_lite"
+    assert evaluation.unwrapped.surface.preset == "" and evaluation.unwrapped.surface.frozen
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert parser.parse_args(["--surface", "observation_lite"]).surface == "observation_lite"
+    assert parser.parse_args([]).surface == "canonical"
