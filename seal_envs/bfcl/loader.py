@@ -7,9 +7,15 @@ package are imported: the plain constants in ``bfcl_eval.constants.executable_ba
 and the backend classes it names. ``bfcl_eval.utils`` and ``bfcl_eval.constants.eval_config``
 are never imported: importing them creates result folders inside site-packages.
 
-``bfcl_400_split.json`` beside this file is the train/test split of the SEAL paper's released
-code (github.com/yihaohu0118/SEAL, ``data/bfcl_400_split.json``, Apache-2.0): 400 train and 400
-test ids, 100 per category, drawn with seed 0.
+Two splits of the 800 ids ship beside this file, both from the SEAL paper's released code
+(github.com/yihaohu0118/SEAL, commit a0d22db, Apache-2.0), selectable by name:
+
+- ``seal_400`` (``bfcl_400_split.json``, the default): the repository's ``data/bfcl_400_split.json``,
+  400 train and 400 test ids, 100 per category, drawn with seed 0;
+- ``seal_run`` (``bfcl_seal_parquet_split.json``): the ids the paper's run actually reads
+  (``exp/SEAL.yaml``: ``data/bfcl_train.parquet`` for 400 train, ``data/bfcl_eval_400.parquet``
+  for 300 test and the 100 ``val`` ids that pick the best checkpoint). Only 206 of its 400 train
+  ids are in ``seal_400``'s train part.
 """
 
 from __future__ import annotations
@@ -99,9 +105,15 @@ def stateless(class_name: str) -> bool:
     return class_name in STATELESS_CLASSES
 
 
+SPLIT_FILES = {"seal_400": "bfcl_400_split.json", "seal_run": "bfcl_seal_parquet_split.json"}
+
+
 @lru_cache(maxsize=None)
-def paper_split() -> dict[str, tuple[str, ...]]:
-    """The SEAL paper's split: ``{"train": ids, "test": ids}`` (400 each)."""
-    path = importlib.resources.files("seal_envs.bfcl").joinpath("bfcl_400_split.json")
+def paper_split(source: str = "seal_400") -> dict[str, tuple[str, ...]]:
+    """A named split of the paper's code: ``{"train": ids, "test": ids}`` (``seal_400``, 400 each)
+    or ``{"train": 400, "val": 100, "test": 300}`` (``seal_run``)."""
+    if source not in SPLIT_FILES:
+        raise ValueError(f"split_source must be one of {tuple(SPLIT_FILES)}, got {source!r}")
+    path = importlib.resources.files("seal_envs.bfcl").joinpath(SPLIT_FILES[source])
     data = json.loads(path.read_text(encoding="utf-8"))
-    return {"train": tuple(data["train"]), "test": tuple(data["test"])}
+    return {part: tuple(ids) for part, ids in data.items() if isinstance(ids, list)}

@@ -1,7 +1,9 @@
 """``BFCLTaskSet``: the 800 BFCL v4 multi-turn entries as a task source for ``ToolUseEnv``.
 
-Splits: ``train`` and ``test`` are the SEAL paper's (400 each, 100 per category, seed 0; see
-:func:`seal_envs.bfcl.loader.paper_split`), ``all`` is every entry. ``categories`` narrows a
+Splits: ``split_source="seal_400"`` (default) gives the ``train`` and ``test`` ids of the paper
+repository's split file (400 each, 100 per category, seed 0); ``split_source="seal_run"`` the ids
+the paper's run trains and validates on (``train`` 400, ``val`` 100, ``test`` 300; see
+:func:`seal_envs.bfcl.loader.paper_split`); ``all`` is every entry. ``categories`` narrows a
 split to some of base, miss_func, miss_param and long_context. Within a split the order is by
 category, then by entry number.
 
@@ -30,7 +32,7 @@ from .backend import BFCLBackend, signatures_for, specs_for
 from .checker import Reference, check, reference
 from .parse import parse_calls
 
-SPLITS = ("train", "test", "all")
+SPLITS = ("train", "val", "test", "all")
 # bfcl-eval's DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC (constants/default_prompts.py)
 REVEAL_PROMPT = "I have updated some more functions you can choose from. What about now?"
 # Entries whose ground truth cannot pass here, with the reason (docs/bfcl.md lists them too).
@@ -90,8 +92,8 @@ def _stock_reference(entry_id: str) -> Reference:
 
 
 @lru_cache(maxsize=None)
-def _ids(split: str, categories: tuple[str, ...]) -> tuple[str, ...]:
-    pool = set(loader.entry_index()) if split == "all" else set(loader.paper_split()[split])
+def _ids(split: str, categories: tuple[str, ...], source: str = "seal_400") -> tuple[str, ...]:
+    pool = set(loader.entry_index()) if split == "all" else set(loader.paper_split(source)[split])
     return tuple(e["id"] for c in categories for e in loader.entries(c) if e["id"] in pool)
 
 
@@ -103,10 +105,12 @@ class BFCLTaskSet:
     split: str = "train"
     categories: tuple[str, ...] = loader.CATEGORIES
     irrelevance: tuple[str, ...] = ("miss_func",)
+    split_source: str = "seal_400"
 
     def __post_init__(self):
-        if self.split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {self.split!r}")
+        parts = ("all", *loader.paper_split(self.split_source))
+        if self.split not in parts:
+            raise ValueError(f"split must be one of {parts} for split_source={self.split_source!r}, got {self.split!r}")
         object.__setattr__(self, "categories", tuple(self.categories))
         object.__setattr__(self, "irrelevance", tuple(self.irrelevance))
         unknown = [c for c in self.categories + self.irrelevance if c not in loader.CATEGORIES]
@@ -119,7 +123,7 @@ class BFCLTaskSet:
 
     @property
     def ids(self) -> tuple[str, ...]:
-        return _ids(self.split, self.categories)
+        return _ids(self.split, self.categories, self.split_source)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -151,15 +155,15 @@ class BFCLTaskSet:
         return build_task(task_id)
 
     def with_split(self, split: str) -> "BFCLTaskSet":
-        return BFCLTaskSet(split, self.categories, self.irrelevance)
+        return BFCLTaskSet(split, self.categories, self.irrelevance, self.split_source)
 
 
 def make_env(split: str = "train", categories: Any = loader.CATEGORIES, irrelevance: Any = ("miss_func",),
-             max_steps: int = DEFAULT_MAX_STEPS, **kwargs: Any):
+             max_steps: int = DEFAULT_MAX_STEPS, split_source: str = "seal_400", **kwargs: Any):
     """A ``ToolUseEnv`` over BFCL tasks: the entry point of the ``seal/BFCL-MultiTurn-*`` ids."""
     from seal_envs.env import ToolUseEnv
 
     if isinstance(categories, str):
         categories = (categories,)
-    return ToolUseEnv(task_set=BFCLTaskSet(split, tuple(categories), tuple(irrelevance)),
+    return ToolUseEnv(task_set=BFCLTaskSet(split, tuple(categories), tuple(irrelevance), split_source),
                       max_steps=max_steps, **kwargs)
