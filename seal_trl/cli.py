@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any, Sequence
 
 SPLIT_CHOICES = ("train", "test", "ood")
@@ -315,6 +316,25 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_warmstart(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    import torch
+
+    from seal_trl.checkpoint import DEFAULT_WARMSTART, make_default_checkpoint
+
+    out = Path(args.out)
+    if out.exists() and any(p.name != ".gitkeep" for p in out.iterdir()) and not args.overwrite:
+        raise CLIError(f"{out} is not empty; pass --overwrite to replace the checkpoint in it")
+    out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(args.threads)
+    cfg = DEFAULT_WARMSTART if args.steps is None else dataclasses.replace(DEFAULT_WARMSTART, max_steps=args.steps)
+    command = "seal warmstart " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["warmstart"] else None
+    make_default_checkpoint(out, cfg, eval_tasks=args.eval_tasks, command=command)
+    print(f"checkpoint: {out}  (seal eval seal/ToolUse-Bank-v0 --agent hf:{out} --temperature 0)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seal", description="SEAL-Gym: tool-use environments that co-evolve "
                                      "with the agent. See docs/cli.md.")
@@ -368,6 +388,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_arguments(p)
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("warmstart", help="train the default agent (SFT on oracle trajectories) with provenance")
+    p.add_argument("--out", required=True, help="checkpoint folder (the shipped one: seal_trl/checkpoints/default)")
+    p.add_argument("--steps", type=_positive, help="optimizer steps (default: the recipe's)")
+    p.add_argument("--eval-tasks", type=_positive, default=200, help="greedy test and ood tasks (default 200)")
+    p.add_argument("--threads", type=_positive, default=2, help="torch threads (default 2)")
+    p.add_argument("--overwrite", action="store_true", help="replace a checkpoint already in --out")
+    p.set_defaults(func=cmd_warmstart)
 
     p = sub.add_parser("report", help="plots and a Markdown summary of a training run folder")
     p.add_argument("run_dir", help="a run folder with metrics.jsonl (see docs/cli.md)")

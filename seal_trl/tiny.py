@@ -314,7 +314,8 @@ def build_tiny_model(
 def load_model_and_tokenizer(
     name_or_path: str = "tiny", seed: int = 0, **model_kwargs: Any
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """Return ``(model, tokenizer)``: the offline tiny pair for ``"tiny"``, else ``from_pretrained``.
+    """Return ``(model, tokenizer)``: the offline tiny pair for ``"tiny"`` (random weights), the
+    shipped warm start for ``"default"`` (:mod:`seal_trl.checkpoint`), else ``from_pretrained``.
 
     ``model_kwargs`` go to :func:`build_tiny_model` for ``"tiny"`` and to
     ``AutoModelForCausalLM.from_pretrained`` otherwise. A loaded tokenizer without a pad token gets
@@ -325,6 +326,10 @@ def load_model_and_tokenizer(
         return build_tiny_model(tokenizer, seed=seed, **model_kwargs), tokenizer
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from .checkpoint import resolve_model
+
+    name_or_path = resolve_model(name_or_path)  # "default": the shipped warm start
 
     tokenizer = AutoTokenizer.from_pretrained(name_or_path)
     if tokenizer.pad_token is None:
