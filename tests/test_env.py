@@ -253,3 +253,154 @@ def test_tools_view_follows_surface_changes():
     env.apply_patch(seal_envs.SurfacePatch("affordance", "set_alert", 1))
     after = {t["function"]["name"]: t for t in env.tools_view()}
     assert "[required]" in json.dumps(after["set_alert"]) and "mutated" not in after
+
+
+# -- issue 14: bad input, isolation, contract gaps ------------------------------------------
+from seal_envs.core.evolver import Evolver  # noqa: E402
+from seal_envs.core.surface import SurfacePatch, example_arguments  # noqa: E402
+from seal_envs.domains import GENERATORS  # noqa: E402
+
+
+def test_non_finite_numbers_never_reach_a_tool():
+    """NaN passes every comparison a tool makes (a NaN transfer once passed the daily limit and
+    left the balance at nan): every number parameter of every tool of every domain refuses it."""
+    checked = set()
+    for domain in sorted(GENERATORS):
+        env = gym.make("seal/ToolUse-v0", domains=(domain,), split="ood" if domain == "smarthome" else "train")
+        env = env.unwrapped
+        env.reset(seed=0)
+        checked |= _check_non_finite(env)
+    assert {"bank", "shop"} <= {d for d, *_ in checked}
+
+
+def _check_non_finite(env) -> set:
+    checked = set()
+    for name, spec in env.specs.items():
+        for param, prop in spec.parameters["properties"].items():
+            if prop.get("type") not in ("number", "integer"):
+                continue
+            for value in (float("nan"), float("inf"), -float("inf")):
+                before = copy.deepcopy(env.backend.state)
+                event = env.backend.execute(ToolCall(name, example_arguments(spec) | {param: value}))
+                assert (event.kind, event.param) == ("schema_violation", param), (name, param, event)
+                assert env.backend.state == before
+                checked.add((env.task.domain, name, param))
+    return checked
+
+
+def test_nan_transfer_is_a_labelled_schema_violation():
+    env = bank_env()
+    env.reset(seed=0)
+    action = '{"name": "transfer", "arguments": {"from_account": "A", "to_account": "B", "amount": NaN}}'
+    *_, info = env.step(action)
+    assert info["turn_label"]["label"] == "schema_violation" and info["events"][0]["param"] == "amount"
+
+
+def test_a_step_that_raises_leaves_the_episode_as_it_was():
+    env = bank_env()
+    env.reset(seed=0)
+    env.step("<tool_call>{\"name\": \"nope\", \"arguments\": {}}</tool_call>")
+    saved = (copy.deepcopy(env.messages), list(env.steps), list(env.turn_texts), env.turn, env._last,
+             copy.deepcopy(env.record))
+
+    def boom(call, available=None):
+        raise RuntimeError("a fault inside the service")
+
+    real, env.backend.execute = env.backend.execute, boom
+    with pytest.raises(RuntimeError, match="fault inside"):
+        env.step('Checking.<tool_call>{"name": "get_balance", "arguments": {"account_id": "X"}}</tool_call>')
+    assert (env.messages, env.steps, env.turn_texts, env.turn, env._last, env.record) == saved
+    env.backend.execute = real
+    *_, info = env.step("That is all.")
+    assert info["turn_label"]["label"] in seal_envs.LABELS
+
+
+@pytest.mark.parametrize("action", ["x" * 9000, "[" + ", ".join(['{"name": "a"}'] * 65) + "]",
+                                    {"role": "assistant", "tool_calls": [{"name": "a", "arguments": {"k": {1}}}]},
+                                    '{"name": "transfer", "arguments": {"amount": ' + "9" * 5000 + "}}"])
+def test_a_rejected_action_is_a_format_error_turn_that_changes_nothing(action):
+    env = bank_env()
+    env.reset(seed=0)
+    state, turn, n = env.backend.comparable_state(), env.turn, len(env.messages)
+    *_, info = env.step(action)
+    assert info["turn_label"]["label"] == "format_error"
+    assert env.backend.comparable_state() == state and env.turn == turn and len(env.steps) == 1
+    assert len(env.messages) == n + 2 and len(env.messages[n]["content"]) < 8300  # bounded transcript
+
+
+@pytest.mark.parametrize("env_id", ["seal/ToolUse-Bank-v0", "seal/BFCL-MultiTurn-Base-v0"])
+def test_time_limit_truncation_is_verified_and_diagnosed(env_id):
+    if env_id not in seal_envs.registered_ids():
+        pytest.skip("bfcl-eval is not installed")
+    env = gym.make(env_id, max_episode_steps=2)
+    env.reset(seed=0)
+    _, _, terminated, truncated, _ = env.step('{"name": "nope", "arguments": {}}')
+    assert not (terminated or truncated)
+    _, reward, terminated, truncated, info = env.step('{"name": "nope", "arguments": {}}')
+    assert truncated and not terminated and reward == 0.0
+    assert "verification" in info and len(info["turn_labels"]) == 2 and "official_tags" in info
+    env.reset(seed=1)  # and the next episode starts normally
+
+
+def _failing_infos():
+    env = bank_env()
+    infos = []
+    for seed in range(4):
+        env.reset(seed=seed)
+        env.step('{"name": "transfer", "arguments": {"amount": "lots"}}')
+        *_, info = env.step("Done.")
+        while "verification" not in info:
+            *_, info = env.step("Done.")
+        infos.append(info)
+    return infos
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_vector_copies_evolve_identically(mode):
+    kw = dict(window=1, min_episodes=1, fade_patience=1)
+    infos = _failing_infos()
+    single = bank_env(evolver=Evolver(**kw))
+    single.evolve(infos)
+    envs = gym.make_vec("seal/ToolUse-Bank-v0", num_envs=3, vectorization_mode=mode, evolver=Evolver(**kw))
+    try:
+        envs.call("evolve", infos)
+        surfaces = envs.get_attr("surface")
+        updates = [e.updates for e in envs.get_attr("evolver")]
+    finally:
+        envs.close()
+    assert single.surface.levels and all(s == single.surface for s in surfaces), surfaces
+    assert updates == [1, 1, 1]
+
+
+def test_surfaces_respect_the_frozen_check():
+    patched = seal_envs.CANONICAL.apply(SurfacePatch("affordance", "transfer", 1))
+    env = gym.make("seal/ToolUse-v0", split="test").unwrapped
+    with pytest.raises(seal_envs.FrozenSurfaceError):
+        env.surface = patched
+    assert env.surface == seal_envs.CANONICAL.freeze()
+    for kwargs in ({"split": "test"}, {"evaluation": True}):
+        with pytest.raises(seal_envs.FrozenSurfaceError, match="refuses"):
+            gym.make("seal/ToolUse-v0", surface=patched, **kwargs)
+    train = bank_env()
+    train.surface = patched
+    assert train.surface is patched
+    with pytest.raises(TypeError):
+        train.surface = {"levels": []}
+
+
+def test_no_surface_names_a_hidden_tool():
+    """Recovery at level 2 suggests a close tool name: never one hidden in this turn."""
+    ts = TaskSet(("bank", "shop", "files", "travel", "calendar"), "train")
+    task = next(ts[i] for i in range(len(ts)) if ts[i].hidden_tools)
+    env = gym.make("seal/ToolUse-v0").unwrapped
+    env.reset(options={"task": task})
+    for kind in ("unknown_tool", "unavailable_tool"):
+        env.apply_patch(SurfacePatch("recovery", kind, 1))
+        env.apply_patch(SurfacePatch("recovery", kind, 2))
+    for hidden in task.hidden_tools:
+        for name in (hidden + "s", hidden[:-1], hidden):
+            _, _, _, _, info = env.step(json.dumps({"name": name, "arguments": {}}))
+            shown = env.messages[-1]["content"] + json.dumps(info["events"])
+            assert f"'{hidden}'" not in shown or name == hidden, shown
+            if env.done:
+                return

@@ -41,7 +41,11 @@ class FormatError(ValueError):
     """The action tried to call a tool but is not a well-formed call."""
 
 
-def json_data(value: Any, where: str = "action", budget: int = MAX_ACTION_CHARS) -> Any:
+# A message dict wraps arguments in tool_calls[i].function.arguments: four levels more.
+_ENVELOPE = 4
+
+
+def json_data(value: Any, where: str = "action", budget: int = MAX_ACTION_CHARS, max_depth: int = MAX_DEPTH) -> Any:
     """A plain-JSON copy of ``value`` (dicts, lists, str, int, float, bool, None), or a
     :class:`FormatError` saying what is not JSON data.
 
@@ -55,7 +59,7 @@ def json_data(value: Any, where: str = "action", budget: int = MAX_ACTION_CHARS)
     used = 0
     while stack:
         item, parent, slot, depth, path = stack.pop()
-        if depth > MAX_DEPTH:
+        if depth > max_depth:
             raise FormatError(f"{path}: nested deeper than {MAX_DEPTH} levels")
         used += 1
         if used > budget:
@@ -105,7 +109,7 @@ def loads(text: str, where: str) -> Any:
         raise FormatError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as e:  # e.g. "Exceeds the limit (4300 digits) for integer string conversion"
         raise FormatError(f"{where}: a number is too long ({e})") from None
-    return json_data(obj, where, budget=max(MAX_ACTION_CHARS, 2 * len(text)))
+    return json_data(obj, where, budget=max(MAX_ACTION_CHARS, 2 * len(text)), max_depth=MAX_DEPTH + _ENVELOPE)
 
 
 @dataclass(frozen=True)
@@ -187,14 +191,14 @@ def action_text(action: Any) -> str:
             raise FormatError(f"the action has {len(action)} characters; the limit is {MAX_ACTION_CHARS}")
         return action
     if isinstance(action, Mapping):
-        return json.dumps(json_data(action, "message"), ensure_ascii=False)
+        return json.dumps(json_data(action, "message", max_depth=MAX_DEPTH + _ENVELOPE), ensure_ascii=False)
     raise FormatError(f"an action is text or an assistant message dict, got {type(action).__name__}")
 
 
 def parse_action(action: Any) -> ParsedAction:
     """Parse one assistant action; raise :class:`FormatError` with a message the agent can act on."""
     if isinstance(action, Mapping):
-        parsed = _parse_message_dict(json_data(action, "message"))
+        parsed = _parse_message_dict(json_data(action, "message", max_depth=MAX_DEPTH + _ENVELOPE))
         return ParsedAction(check_calls(parsed.calls), parsed.text)
     return _parse_text(action_text(action))
 

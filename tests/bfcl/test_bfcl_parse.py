@@ -59,3 +59,22 @@ def test_every_core_format_still_parses():
     assert parse_bfcl_action("All done.", SIGS).text == "All done."
     with pytest.raises(FormatError):
         parse_bfcl_action('{"name": "ls", "arguments": ', SIGS)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("cd(folder=0x" + "f" * 2000 + ")", "larger than 256 bits"),
+    ("cd(folder=" + "-" * 2000 + "1)", "nested deeper"),
+    ("cd(folder={1: 2})", "keys must be strings"),
+    ("[" + ", ".join(["pwd()"] * 65) + "]", "limit is 64"),
+])
+def test_python_calls_past_the_limits_are_format_errors(text, fragment):
+    with pytest.raises(FormatError, match=fragment):
+        parse_bfcl_action(text, {"cd": ("folder",), "pwd": ()})
+
+
+def test_python_infinity_parses_and_is_refused_by_validation():
+    from seal_envs.bfcl.backend import BFCLBackend
+
+    (call,) = parse_bfcl_action("power(base=1e999, exponent=2)", {}).calls
+    event = BFCLBackend({"involved_classes": ["MathAPI"], "initial_config": {}}).execute(call)
+    assert (event.kind, event.param) == ("schema_violation", "base")

@@ -59,3 +59,48 @@ def test_non_text_action_is_format_error():
 def test_hermes_round_trip():
     calls = (ToolCall("a", {"x": "é"}), ToolCall("b", {}))
     assert parse_action(format_calls_hermes(calls)).calls == calls
+
+
+def _circular():
+    d = {"role": "assistant", "tool_calls": [{"function": {"name": "a", "arguments": {}}}]}
+    d["tool_calls"][0]["function"]["arguments"]["me"] = d
+    return d
+
+
+def _deep(k):
+    v = 1
+    for _ in range(k):
+        v = {"a": v}
+    return v
+
+
+@pytest.mark.parametrize("bad, fragment", [
+    ('{"name": "a", "arguments": {"x": ' + "9" * 5000 + "}}", "number is too long"),
+    ('{"name": "a", "arguments": {"x": ' + str(2**300) + "}}", "larger than 256 bits"),
+    ('[{"name": "a", "arguments": {"x": ' + "[" * 3000 + "]" * 3000 + "}}]", "nested deeper"),
+    ('{"name": "a", "arguments": ' + json.dumps(_deep(40)) + "}", "nested deeper than 32"),
+    ("x" * 8193, "limit is 8192"),
+    (json.dumps([{"name": "a", "arguments": {}}] * 65), "limit is 64"),
+    ('<tool_call>{"name": "a", "arguments": {}}</tool_call>' * 65, "limit is 64"),
+    ({"role": "assistant", "content": None, 1: 2}, "keys must be strings"),
+    ({"tool_calls": [{"name": "a", "arguments": {"x": {1, 2}}}]}, "set is not JSON data"),
+    ({"tool_calls": [{"name": "a", "arguments": {"x": b"raw"}}]}, "bytes is not JSON data"),
+    ({"tool_calls": [{"name": "a", "arguments": {"x": (1, 2)}}]}, "tuple is not JSON data"),
+    ({"tool_calls": [{"name": "a", "arguments": {"x": 10**5000}}]}, "larger than 256 bits"),
+    ({"tool_calls": [{"name": "a", "arguments": '{"x": ' + "9" * 5000 + "}"}]}, "number is too long"),
+    ({"tool_calls": [{"name": "a", "arguments": _deep(5000)}]}, "nested deeper"),
+    ({"content": "x" * 9000}, "larger than 8192"),
+    (_circular(), "nested deeper"),
+])
+def test_out_of_bounds_and_non_json_actions_are_format_errors(bad, fragment):
+    """Every limit and every non-JSON value is a FormatError, never ValueError, TypeError or
+    RecursionError escaping from json, str(int) or a recursive walk."""
+    with pytest.raises(FormatError, match=fragment):
+        parse_action(bad)
+
+
+def test_values_at_the_limits_parse():
+    edge = {"x": 2**256 - 1, "deep": _deep(30), "nan": float("nan")}
+    p = parse_action({"tool_calls": [{"name": "a", "arguments": edge}]})
+    assert p.calls[0].arguments["x"] == 2**256 - 1  # NaN parses: validation refuses it (schema_violation)
+    assert len(parse_action(json.dumps([{"name": "a", "arguments": {}}] * 64)).calls) == 64

@@ -1,3 +1,5 @@
+import pytest
+
 from seal_envs.core.validation import validate_arguments
 from seal_envs.domains.bank import BankBackend
 
@@ -35,3 +37,15 @@ def test_schema_generated_from_signature_and_docstring():
     assert props["limit"]["type"] == "integer" and "How many" in props["limit"]["description"]
     assert spec.description.startswith("Most recent transactions") and not spec.writes
     assert BankBackend.tool_specs()["transfer"].writes
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_numbers_are_schema_violations_whatever_the_schema(value):
+    for schema in ({"type": "object", "properties": {"amount": {"type": "number"}}},
+                   {"type": "object", "properties": {"amount": {}}},
+                   {"type": "object"}):
+        error = validate_arguments("transfer", schema, {"amount": value})
+        assert error is not None and (error.param, error.problem) == ("amount", "invalid_value")
+        assert "finite" in error.message
+    nested = validate_arguments("t", {"type": "object"}, {"items": [{"price": value}]})
+    assert nested.param == "items" and "items.0.price" in nested.message
