@@ -35,11 +35,13 @@ from .rollout import Generation
 
 __all__ = ["KVCacheEngine", "Sampling", "engine_unsupported"]
 
-# GenerationConfig settings the engine does not implement: any value but the default means "fall back".
-_UNSUPPORTED = ("repetition_penalty", "num_beams", "no_repeat_ngram_size", "bad_words_ids", "suppress_tokens",
-                "begin_suppress_tokens", "sequence_bias", "typical_p", "epsilon_cutoff", "eta_cutoff",
-                "min_new_tokens", "encoder_repetition_penalty", "forced_bos_token_id", "forced_eos_token_id",
-                "guidance_scale", "top_h", "assistant_model", "prompt_lookup_num_tokens")
+# GenerationConfig settings the engine does not implement, with their neutral values: any other value
+# (and not the library default either) means "fall back".
+_UNSUPPORTED = {"repetition_penalty": 1.0, "num_beams": 1, "no_repeat_ngram_size": 0, "bad_words_ids": None,
+                "suppress_tokens": None, "begin_suppress_tokens": None, "sequence_bias": None, "typical_p": 1.0,
+                "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "min_new_tokens": 0, "encoder_repetition_penalty": 1.0,
+                "forced_bos_token_id": None, "forced_eos_token_id": None, "guidance_scale": 1.0, "top_h": None,
+                "assistant_model": None, "prompt_lookup_num_tokens": None}
 
 
 @dataclass(frozen=True)
@@ -77,8 +79,8 @@ def engine_unsupported(model: Any, generation_config: Any = None) -> list[str]:
         reasons.append("cache layers other than full attention (sliding window or linear attention)")
     if generation_config is not None:
         default = GenerationConfig()
-        reasons += [name for name in _UNSUPPORTED
-                    if getattr(generation_config, name, None) != getattr(default, name, None)]
+        reasons += [name for name, neutral in _UNSUPPORTED.items()
+                    if getattr(generation_config, name, None) not in (None, neutral, getattr(default, name, None))]
     return reasons
 
 

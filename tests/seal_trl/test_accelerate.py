@@ -53,3 +53,7 @@ def test_two_processes_agree_on_surface_and_evolver(tmp_path):
     assert ranks[0]["evolver"] == ranks[1]["evolver"]
     assert json.loads(ranks[0]["surface"])["version"] > 0  # patches were applied, identically
     assert ranks[0]["labels"] != ranks[1]["labels"]  # the ranks saw different diagnoses
+    for r in ranks:  # the KV-cached engine served the DDP-wrapped policy, reusing each episode's cache
+        engine = r["engine"]
+        assert engine["uncached_because"] == [] and all(1 <= n <= 4 for n in engine["lengths"])
+        assert engine["reused"] > 0 and engine["left"] == 0

@@ -177,6 +177,9 @@ def test_trainer_samples_with_its_own_model_and_evaluates_on_canonical_envs(tok,
     trainer.train()
     assert trainer.state.global_step == 1
     assert trainer.seal_rollout.generate_calls >= 1  # the policy itself sampled through generate
+    engine = trainer.seal_rollout.generate.engine  # the KV-cached engine, called per episode
+    assert trainer.seal_rollout.keyed and engine.stats["calls"] == trainer.seal_rollout.generate_calls
+    assert engine.cached_tokens == 0  # every episode's cache was freed
     metrics = trainer.evaluate()
     assert "eval_seal/success_rate" in metrics
     assert all(env.unwrapped.surface.frozen for env in trainer.seal_pools["eval"].envs)

@@ -31,6 +31,20 @@ class RankPolicy(ScriptedPolicy):
         return super().action(env)
 
 
+def engine_probe(trainer, tok) -> dict:
+    """Two turns of the trainer's own HF generation (the KV-cached engine) on the DDP-wrapped policy."""
+    from seal_trl.generation import trainer_generate_fn
+
+    gen = trainer_generate_fn(trainer)
+    first = tok("<|user|>hi<|end|><|assistant|>", add_special_tokens=False)["input_ids"]
+    out = gen.generate_episodes(["a", "b"], [first, first[:-1] + first], 4)
+    grown = [first + out.ids[0] + first, first[:-1] + first + out.ids[1] + first]
+    again = gen.generate_episodes(["a", "b"], grown, 4)
+    gen.release(["a", "b"])
+    return {"uncached_because": gen.why_uncached, "lengths": [len(x) for x in out.ids + again.ids],
+            "reused": gen.engine.stats["reused"], "left": gen.engine.cached_tokens}
+
+
 def main(out: Path) -> None:
     tok = build_tiny_tokenizer()
     args = cpu_args(out, per_device_train_batch_size=2, num_generations=2, max_steps=2, weighting="turn",
@@ -42,7 +56,7 @@ def main(out: Path) -> None:
     trainer._seal_generate_fn = policy
     policy.rollout = trainer.seal_rollout
     trainer.train()
-    state = {"rank": trainer.accelerator.process_index, "world": trainer.accelerator.num_processes,
+    state = {"engine": engine_probe(trainer, tok), "rank": trainer.accelerator.process_index, "world": trainer.accelerator.num_processes,
              "step": trainer.state.global_step, "surface": trainer.seal_coevolution.surface.to_json(),
              "evolver": trainer.seal_coevolution.evolver.to_json(), "generate_calls": policy.calls,
              "labels": sorted({d["label"] for r in trainer._seal_results for d in r.turn_labels})}
