@@ -72,7 +72,7 @@ class CoEvolution:
     def state_dict(self) -> dict[str, Any]:
         return {"evolver": self.evolver.state_dict(), "surface": self.surface.to_json()}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.evolver = Evolver.from_state_dict(state["evolver"])
-        self.surface = Surface.from_json(state["surface"])
+    def load_state_dict(self, state: Mapping[str, Any], source: str = "co-evolution state") -> None:
+        self.evolver = Evolver.from_state_dict(state["evolver"], f"{source} field 'coevolution/evolver'")
+        self.surface = Surface.from_json(state["surface"], f"{source} field 'coevolution/surface'")
         self._task_weights = None

@@ -136,6 +136,11 @@ class SEALConfig(GRPOConfig):
         default=True,
         metadata={"help": "Feed every generation batch's diagnoses to the evolver and apply its surface patches."},
     )
+    resume_without_seal_state: bool = field(
+        default=False,
+        metadata={"help": "Resume from a checkpoint that has no seal_state.json, with a fresh evolver and surface "
+                          "(otherwise that is an error)."},
+    )
     evolver_window: int = field(default=4, metadata={"help": "Evolver: batches in the sliding window."})
     evolver_raise_threshold: float = field(
         default=0.3, metadata={"help": "Evolver: failure rate at which a surface channel is raised."}

@@ -261,8 +261,9 @@ class SEALGRPOTrainer(GRPOTrainer):
             state["task_memory"] = self.seal_tasks.state_dict()
         return state
 
-    def load_seal_state_dict(self, state: dict[str, Any]) -> None:
-        self.seal_coevolution.load_state_dict(state["coevolution"])
+    def load_seal_state_dict(self, state: dict[str, Any], source: str = "SEAL state") -> None:
+        state = check_seal_state(state, source)
+        self.seal_coevolution.load_state_dict(state["coevolution"], source)
         self.seal_weigher.load_state_dict(state["weigher"])
         if self.seal_tasks is not None and "task_memory" in state:
             self.seal_tasks.load_state_dict(state["task_memory"])
@@ -278,10 +279,46 @@ class SEALGRPOTrainer(GRPOTrainer):
 
     def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
         super()._load_optimizer_and_scheduler(checkpoint)
-        path = os.path.join(checkpoint, SEAL_STATE_FILE) if checkpoint else None
-        if path and os.path.exists(path):
-            with open(path) as f:
-                self.load_seal_state_dict(json.load(f))
+        if not checkpoint:
+            return
+        path = os.path.join(checkpoint, SEAL_STATE_FILE)
+        state = read_seal_state(path, allow_missing=self.args.resume_without_seal_state)
+        if state is not None:
+            self.load_seal_state_dict(state, f"SEAL state file {path}")
+
+
+def check_seal_state(state: Any, source: str) -> dict[str, Any]:
+    """The trainer's SEAL state if it is format 1 with its parts present, else an error naming
+    ``source`` and the field (the parts validate themselves when loaded)."""
+    from seal_envs.core.statefile import StateFileError
+
+    if not isinstance(state, dict):
+        raise StateFileError(f"{source}: expected a JSON object, got {type(state).__name__}")
+    if state.get("format") != 1:
+        raise StateFileError(f"{source}: field 'format' is {state.get('format')!r}; this trainer reads format 1")
+    for key, kind in (("coevolution", dict), ("weigher", dict)):
+        if not isinstance(state.get(key), kind):
+            raise StateFileError(f"{source}: field '{key}' is missing or not an object")
+    if not isinstance(state["coevolution"].get("evolver"), dict):
+        raise StateFileError(f"{source}: field 'coevolution/evolver' is missing or not an object")
+    if not isinstance(state["coevolution"].get("surface"), str):
+        raise StateFileError(f"{source}: field 'coevolution/surface' is missing or not a string")
+    return state
+
+
+def read_seal_state(path: str, allow_missing: bool = False) -> dict[str, Any] | None:
+    """The ``seal_state.json`` of a checkpoint. Resuming without it would restart the evolver and
+    the surface from scratch under a policy trained past them, silently: that is an error unless
+    ``allow_missing`` (``SEALConfig.resume_without_seal_state``) asks for it."""
+    from seal_envs.core.statefile import StateFileError, read_json
+
+    if not os.path.exists(path):
+        if allow_missing:
+            warnings.warn(f"{path} is missing: the evolver and the surface start afresh (resume_without_seal_state)")
+            return None
+        raise StateFileError(f"SEAL state file {path} is missing: the checkpoint holds no evolver or surface "
+                             "state. Set resume_without_seal_state=True to resume with fresh ones.")
+    return check_seal_state(read_json(path, "SEAL state"), f"SEAL state file {path}")
 
 
 def _task_memory(args: SEALConfig, dataset: Any) -> tuple[TaskMemory | None, dict[str, dict[str, Any]]]:

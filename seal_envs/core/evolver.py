@@ -21,8 +21,41 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from . import statefile
 from .surface import MAX_LEVEL, SurfacePatch
 from .types import TurnLabel
+
+FORMAT, FORMAT_VERSION = "seal-evolver", 1
+_NUMBER = {"type": "number"}
+_CONFIG_SCHEMA = {
+    "type": "object", "additionalProperties": False,
+    "required": ["window", "raise_threshold", "fade_threshold", "patience", "fade_patience", "min_episodes",
+                 "curriculum", "curriculum_floor", "curriculum_ema"],
+    "properties": {
+        "window": {"type": "integer", "minimum": 1}, "patience": {"type": "integer", "minimum": 1},
+        "fade_patience": {"type": "integer", "minimum": 1}, "min_episodes": {"type": "integer", "minimum": 0},
+        "raise_threshold": _NUMBER, "fade_threshold": _NUMBER, "curriculum": {"type": "boolean"},
+        "curriculum_floor": {"type": "number", "minimum": 0},
+        "curriculum_ema": {"type": "number", "minimum": 0, "maximum": 1},
+    },
+}
+STATE_SCHEMA = {
+    "type": "object",
+    "required": ["config", "pending", "history", "levels", "raise_streak", "fade_streak", "bucket_success",
+                 "events", "updates"],
+    "properties": {
+        "format": {"const": FORMAT}, "format_version": {"const": FORMAT_VERSION},
+        "config": _CONFIG_SCHEMA,
+        "pending": statefile.counts(),
+        "history": {"type": "array", "items": statefile.counts()},
+        "levels": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1},
+                   "propertyNames": {"pattern": "^(" + "|".join(MAX_LEVEL) + r")\|"}},
+        "raise_streak": statefile.counts(), "fade_streak": statefile.counts(),
+        "bucket_success": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1}},
+        "events": {"type": "array", "items": {"type": "object"}},
+        "updates": {"type": "integer", "minimum": 0},
+    },
+}
 
 # Which channel a label calls for: the scope is the tool, or the error kind for recovery.
 LABEL_CHANNEL = {
@@ -198,6 +231,8 @@ class Evolver:
 
     def state_dict(self) -> dict[str, Any]:
         return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
             "config": {k: getattr(self, k) for k in self.CONFIG},
             "pending": dict(sorted(self.pending.items())),
             "history": self.history,
@@ -210,8 +245,19 @@ class Evolver:
         }
 
     @staticmethod
-    def from_state_dict(d: Mapping[str, Any]) -> "Evolver":
-        ev = Evolver(**d["config"])
+    def from_state_dict(d: Mapping[str, Any], source: str = "evolver state") -> "Evolver":
+        """Rebuild a saved evolver; anything missing, extra in ``config``, or of the wrong type is
+        a :class:`~seal_envs.core.statefile.StateFileError` naming ``source`` and the field."""
+        d = statefile.check(d if not isinstance(d, Mapping) else dict(d), STATE_SCHEMA, source, FORMAT, FORMAT_VERSION)
+        for key, level in d["levels"].items():
+            channel = key.split("|", 1)[0]
+            if level > MAX_LEVEL[channel]:
+                raise statefile.StateFileError(f"{source}: field 'levels/{key}' is {level}, above the "
+                                               f"{channel} maximum of {MAX_LEVEL[channel]}")
+        try:
+            ev = Evolver(**d["config"])
+        except ValueError as e:
+            raise statefile.StateFileError(f"{source}: field 'config' is invalid: {e}") from None
         ev.pending = Counter(d["pending"])
         ev.history = [dict(b) for b in d["history"]]
         ev.levels, ev.raise_streak, ev.fade_streak = dict(d["levels"]), dict(d["raise_streak"]), dict(d["fade_streak"])
@@ -226,8 +272,5 @@ class Evolver:
 
     @staticmethod
     def load(path: str | Path) -> "Evolver":
-        """Load a saved evolver; a corrupt or incomplete file is an error that names it."""
-        try:
-            return Evolver.from_state_dict(json.loads(Path(path).read_text()))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"evolver state file {path} is corrupt or incomplete: {type(e).__name__}: {e}") from e
+        """Load a saved evolver; a missing, corrupt, foreign or invalid file is an error naming it."""
+        return Evolver.from_state_dict(statefile.read_json(path, "evolver state"), f"evolver state file {path}")

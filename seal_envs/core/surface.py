@@ -109,16 +109,30 @@ class Surface:
                       for c in CHANNELS for s in set(a[c]) | set(b[c]) if a[c].get(s, 0) != b[c].get(s, 0))
 
     def to_json(self) -> str:
-        return json.dumps({"version": self.version, "frozen": self.frozen, "preset": self.preset,
+        return json.dumps({"format": SURFACE_FORMAT, "format_version": SURFACE_FORMAT_VERSION,
+                           "version": self.version, "frozen": self.frozen, "preset": self.preset,
                            "levels": [list(x) for x in self.levels],
                            "history": [p.to_dict() for p in self.history]}, sort_keys=True)
 
     @staticmethod
-    def from_json(text: str) -> "Surface":
-        d = json.loads(text)
-        return Surface(levels=tuple(tuple(x) for x in d["levels"]), version=d["version"],
-                       history=tuple(SurfacePatch(**p) for p in d["history"]), frozen=d["frozen"],
-                       preset=d.get("preset", ""))
+    def from_json(text: str, source: str = "surface") -> "Surface":
+        """Rebuild a saved surface; a level outside its channel's range, an unknown channel or
+        preset, or a field of the wrong type is a ``StateFileError`` naming ``source`` and the
+        field (a hand-edited level 7 used to load, and render as the maximum)."""
+        from . import statefile
+
+        d = statefile.check(statefile.parse_json(text, source), _surface_schema(), source,
+                            SURFACE_FORMAT, SURFACE_FORMAT_VERSION)
+        for i, (channel, scope, level) in enumerate(d["levels"]):
+            if not 1 <= level <= MAX_LEVEL[channel]:
+                raise statefile.StateFileError(f"{source}: field 'levels/{i}' sets {channel} {scope!r} to {level}; "
+                                               f"levels run 1..{MAX_LEVEL[channel]}")
+        try:
+            return Surface(levels=tuple(sorted(tuple(x) for x in d["levels"])), version=d["version"],
+                           history=tuple(SurfacePatch(**p) for p in d["history"]), frozen=d["frozen"],
+                           preset=d.get("preset", ""))
+        except (TypeError, ValueError) as e:
+            raise statefile.StateFileError(f"{source}: field 'history' or 'preset' is invalid: {e}") from None
 
     # -- rendering -----------------------------------------------------------------------
     def render_tool(self, spec: ToolSpec, policies: Mapping[str, str]) -> dict:
@@ -165,6 +179,19 @@ class Surface:
 
 
 CANONICAL = Surface()
+SURFACE_FORMAT, SURFACE_FORMAT_VERSION = "seal-surface", 1
+
+
+def _surface_schema() -> dict:
+    level = {"type": "array", "prefixItems": [{"enum": list(CHANNELS)}, {"type": "string"}, {"type": "integer"}],
+             "minItems": 3, "maxItems": 3}
+    patch = {"type": "object", "required": ["channel", "scope", "level"], "additionalProperties": False,
+             "properties": {"channel": {"enum": list(CHANNELS)}, "scope": {"type": "string"},
+                            "level": {"type": "integer"}, "reason": {"type": "string"}}}
+    return {"type": "object", "required": ["version", "frozen", "levels", "history"],
+            "properties": {"version": {"type": "integer", "minimum": 0}, "frozen": {"type": "boolean"},
+                           "preset": {"type": "string"}, "levels": {"type": "array", "items": level},
+                           "history": {"type": "array", "items": patch}}}
 
 
 def surface_preset(name: str) -> Surface:

@@ -138,3 +138,44 @@ def test_evolution_never_changes_semantics(index, agent_seed, ps):
     _, oracle_c, _ = run_episode(canonical, OracleAgent(), options={"task": task})
     _, oracle_e, _ = run_episode(evolved, OracleAgent(), options={"task": task})
     assert oracle_c["verification"] == oracle_e["verification"] and oracle_e["verification"]["passed"]
+
+
+def test_state_is_versioned_and_validated_with_the_field_named(tmp_path):
+    import json
+
+    import pytest
+
+    from seal_envs.core.statefile import StateFileError
+
+    ev = Evolver(window=2)
+    ev.observe([])
+    ev.update()
+    state = ev.state_dict()
+    assert (state["format"], state["format_version"]) == ("seal-evolver", 1)
+    assert Evolver.from_state_dict(json.loads(json.dumps(state))).state_dict() == state
+    legacy = {k: v for k, v in state.items() if not k.startswith("format")}
+    assert Evolver.from_state_dict(legacy).state_dict() == state  # written before versioning: version 1
+    bad = [
+        ({"format_version": 2}, "field 'format_version' is 2"),
+        ({"format": "seal-surface"}, "field 'format' is 'seal-surface'"),
+        ({"config": {k: v for k, v in state["config"].items() if k != "patience"}}, "field 'config'.*'patience'"),
+        ({"config": state["config"] | {"typo": 1}}, "field 'config'.*typo"),
+        ({"config": state["config"] | {"window": "4"}}, "field 'config/window'"),
+        ({"levels": {"affordance|transfer": "2"}}, "field 'levels/affordance|transfer'"),
+        ({"levels": {"affordance|transfer": 9}}, "above the affordance maximum"),
+        ({"levels": {"colour|transfer": 1}}, "field 'levels'"),
+        ({"pending": {"fail|bank": 1.5}}, "field 'pending/fail|bank'"),
+        ({"history": {}}, "field 'history'"),
+        ({"config": state["config"] | {"fade_threshold": 0.9}}, "field 'config' is invalid: need 0"),
+    ]
+    for change, fragment in bad:
+        with pytest.raises(StateFileError, match=fragment):
+            Evolver.from_state_dict(state | change, "x.json")
+    path = tmp_path / "evolver.json"
+    for text, fragment in ((ev.to_json()[:30], "not valid JSON"), ("[1]", "expected a JSON object")):
+        path.write_text(text)
+        with pytest.raises(StateFileError, match=fragment) as err:
+            Evolver.load(path)
+        assert str(path) in str(err.value)
+    with pytest.raises(StateFileError, match="cannot be read"):
+        Evolver.load(tmp_path / "absent.json")

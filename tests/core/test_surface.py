@@ -65,3 +65,29 @@ def test_patch_validation():
         SurfacePatch("colour", "x", 1)
     with pytest.raises(ValueError, match="level"):
         SurfacePatch("recovery", "x", 3)
+
+
+def test_saved_surfaces_are_versioned_and_validated():
+    import json
+
+    import pytest
+
+    from seal_envs.core.statefile import StateFileError
+    from seal_envs.core.surface import CANONICAL, Surface, SurfacePatch
+
+    s = CANONICAL.apply(SurfacePatch("recovery", "schema_violation", 2))
+    d = json.loads(s.to_json())
+    assert (d["format"], d["format_version"]) == ("seal-surface", 1) and Surface.from_json(s.to_json()) == s
+    legacy = {k: v for k, v in d.items() if not k.startswith("format")}
+    assert Surface.from_json(json.dumps(legacy)) == s
+    for change, fragment in [({"levels": [["recovery", "schema_violation", 3]]}, "levels/0.*1..2"),
+                             ({"levels": [["recovery", "schema_violation", 0]]}, "levels/0"),
+                             ({"levels": [["colour", "x", 1]]}, "field 'levels/0/0'"),
+                             ({"version": -1}, "field 'version'"), ({"frozen": "no"}, "field 'frozen'"),
+                             ({"history": [{"channel": "affordance", "scope": "x", "level": 9}]}, "history"),
+                             ({"preset": "nope"}, "preset"), ({"format_version": 3}, "format_version")]:
+        with pytest.raises(StateFileError, match=fragment) as err:
+            Surface.from_json(json.dumps(d | change), "surface.json")
+        assert "surface.json" in str(err.value)
+    with pytest.raises(StateFileError, match="not valid JSON"):
+        Surface.from_json(s.to_json()[:20], "surface.json")
