@@ -199,11 +199,36 @@ class EvalResult:
                      "episodes": episodes[lb], "episodes_passed": passed[lb],
                      "official_tag": OFFICIAL_TAG.get(lb, "")} for lb in order}
 
+    @property
+    def official_progress(self) -> float:
+        """Mean official SEAL progress (passed / scorable user turns) over episodes."""
+        return sum(e.get("official_progress", 0.0) for e in self.episodes) / len(self.episodes) if self.episodes else 0.0
+
+    def bfcl_categories(self) -> dict[str, dict[str, Any]]:
+        """BFCL multi-turn accuracy per category, and ``overall`` as BFCL's leaderboard computes
+        it: the unweighted mean of the category accuracies (so a category's size does not weigh).
+        Empty when the evaluation holds no BFCL episodes."""
+        table = {}
+        for d in self.domains():
+            if not d.startswith("bfcl_"):
+                continue
+            eps = [e for e in self.episodes if e["domain"] == d]
+            table[d.removeprefix("bfcl_")] = {
+                "episodes": len(eps), "accuracy": sum(e["passed"] for e in eps) / len(eps),
+                "official_progress": sum(e.get("official_progress", 0.0) for e in eps) / len(eps)}
+        if table:
+            table["overall"] = {
+                "episodes": sum(r["episodes"] for r in table.values()),
+                "accuracy": sum(r["accuracy"] for r in table.values()) / len(table),
+                "official_progress": sum(r["official_progress"] for r in table.values()) / len(table)}
+        return table
+
     def summary(self) -> dict[str, Any]:
         return {
             "env_id": self.env_id, "agent": self.agent, "split": self.split, "k": self.k, "n": self.n,
             "seed": self.seed, "tasks": self.num_tasks, "episodes": len(self.episodes),
             "success_rate": self.success_rate, "mean_reward": self.mean_reward,
+            "official_progress": self.official_progress,
             f"pass^{self.k}": self.pass_hat_k, "pass_hat_k": self.pass_hat_k,
             "pass_hat_curve": {str(j): v for j, v in self.pass_hat_curve().items()},
             "seconds": round(self.seconds, 3),
@@ -211,6 +236,7 @@ class EvalResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"summary": self.summary(), "per_domain": self.per_domain(), "per_label": self.per_label(),
+                "bfcl_categories": self.bfcl_categories(),
                 "per_task": {t: {"n": len(v), "c": sum(v), f"pass^{self.k}": pass_hat_k(len(v), sum(v), self.k)}
                              for t, v in sorted(self.outcomes().items())},
                 "episodes": self.episodes}
@@ -233,6 +259,7 @@ class EvalResult:
             "| --- | --- |",
             f"| success rate | {self.success_rate:.4f} |",
             f"| mean reward | {self.mean_reward:.4f} |",
+            f"| official progress | {self.official_progress:.4f} |",
         ]
         lines += [f"| pass^{j} | {v:.4f} |" for j, v in self.pass_hat_curve().items() if j <= k]
         lines += ["", "## Per domain", "", f"| domain | tasks | episodes | success rate | pass^{k} |",
@@ -240,6 +267,12 @@ class EvalResult:
         for d, row in self.per_domain().items():
             lines.append(f"| {d} | {row['tasks']} | {row['episodes']} | {row['success_rate']:.4f} | "
                          f"{row[f'pass^{k}']:.4f} |")
+        bfcl = self.bfcl_categories()
+        if bfcl:
+            lines += ["", "## BFCL multi-turn (overall: the mean of the category accuracies, as the leaderboard)", "",
+                      "| category | episodes | accuracy | official progress |", "| --- | ---: | ---: | ---: |"]
+            lines += [f"| {c} | {r['episodes']} | {r['accuracy']:.4f} | {r['official_progress']:.4f} |"
+                      for c, r in bfcl.items()]
         lines += ["", "## Per label (one label per assistant step)", "",
                   "| label | official tag | steps | share of steps | episodes | of them passed |",
                   "| --- | --- | ---: | ---: | ---: | ---: |"]
@@ -267,6 +300,8 @@ def _episode_record(index: int, trial: int, seed: int, reward: float, info: Mapp
         "difficulty": info.get("difficulty"), "trial": trial, "seed": seed, "reward": float(reward),
         "passed": bool(verification["passed"]), "progress": float(verification["progress"]),
         "actions": actions, "labels": [lb["label"] for lb in info["turn_labels"]],
+        "official_progress": float(info.get("official_progress", 0.0)),
+        "official_tags": list(info.get("official_tags", [])),
         "failed_checks": [c["name"] for c in verification["checks"] if not c["passed"]],
     }
 
