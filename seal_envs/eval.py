@@ -93,7 +93,22 @@ class PerEpisodeAgents:
             a.reset()
 
     def act_batch(self, envs, infos, slots) -> list[Any]:
-        return [self.agents[s].act(e, i) for e, i, s in zip(envs, infos, slots)]
+        return [_act_or_fail(self.agents[s], e, i) for e, i, s in zip(envs, infos, slots)]
+
+
+class AgentFailure:
+    """What an agent that raised returns instead of an action: :func:`evaluate` ends that episode
+    (verified, as a truncation) and records the error in its result, and the others go on."""
+
+    def __init__(self, error: BaseException):
+        self.message = f"{type(error).__name__}: {error}"[:500]
+
+
+def _act_or_fail(agent: Any, env: Any, info: Any) -> Any:
+    try:
+        return agent.act(env, info)
+    except Exception as e:  # noqa: BLE001 - one server fault must not lose the episodes already played
+        return AgentFailure(e)
 
 
 def make_agent(spec: str, **options: Any) -> Callable[[int], Any] | BatchAgent:
@@ -348,14 +363,26 @@ def evaluate(env_id: str, agent_factory: Callable[[int], Any] | BatchAgent, spli
         active = list(range(len(batch)))
         counts = [0] * len(batch)
         while active:
-            actions = agent.act_batch([envs[i] for i in active], [infos[i] for i in active], active)
+            try:
+                actions = agent.act_batch([envs[i] for i in active], [infos[i] for i in active], active)
+            except Exception as e:  # noqa: BLE001 - a batch agent that fails fails every active episode
+                actions = [AgentFailure(e)] * len(active)
             still = []
             for i, action in zip(active, actions):
-                _, reward, terminated, truncated, infos[i] = envs[i].step(action)
-                counts[i] += 1
+                error = None
+                if isinstance(action, AgentFailure):
+                    error = action.message
+                    reward, infos[i] = envs[i].unwrapped.force_end()
+                    terminated = truncated = True
+                else:
+                    _, reward, terminated, truncated, infos[i] = envs[i].step(action)
+                    counts[i] += 1
                 if terminated or truncated:
                     index, trial, s = batch[i]
-                    result.episodes.append(_episode_record(index, trial, s, reward, infos[i], counts[i]))
+                    record = _episode_record(index, trial, s, reward, infos[i], counts[i])
+                    if error is not None:
+                        record["agent_error"] = error
+                    result.episodes.append(record)
                 elif counts[i] >= max_actions:
                     raise RuntimeError(f"episode {infos[i]['task_id']} did not end within {max_actions} actions")
                 else:

@@ -10,22 +10,87 @@ Each step POSTs ``{base_url}/chat/completions`` with ``messages=info["messages"]
 
 On the command line: ``seal eval seal/ToolUse-v0 --agent openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-8B``.
 The API key, if the server needs one, comes from ``api_key`` or the ``OPENAI_API_KEY`` variable.
+
+Whatever the server does, the agent raises only :class:`OpenAIError`: connection faults, HTTP
+5xx and 429, and ``http.client`` protocol errors are retried (``retries``); an answer that is
+not UTF-8, not JSON, larger than ``MAX_RESPONSE_BYTES``, nested too deep or not shaped like a
+completion is refused. ``timeout`` bounds the whole request, not each socket read (a server
+that trickles bytes cannot hold a step forever). A redirect is followed only to the same
+scheme, host and port: the ``Authorization`` header never goes to another host.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any, Mapping
+
+MAX_RESPONSE_BYTES = 16 << 20
 
 __all__ = ["OpenAIChatAgent", "OpenAIError", "parse_openai_spec"]
 
 
 class OpenAIError(RuntimeError):
     """The server could not be reached or answered with something that is not a completion."""
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only within the origin of the request: credentials stay on that host."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        if _origin(newurl) != _origin(req.full_url):
+            raise OpenAIError(f"{req.full_url} redirected to another host ({newurl}); not followed, so the "
+                              "API key is not sent there. Use the final URL as the base url.")
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and code in (307, 308):  # urllib drops the body of a redirected POST
+            new = urllib.request.Request(newurl, data=req.data, headers=dict(req.header_items()), method="POST")
+        return new
+
+
+_OPENER = urllib.request.build_opener(_SameOriginRedirects)
+
+
+def _read_bounded(response, deadline: float, url: str) -> bytes:
+    """The body, read in chunks with the socket's timeout cut to what is left of the deadline."""
+    sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
+    chunks, size = [], 0
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the whole request took longer than the timeout")
+        if sock is not None:
+            sock.settimeout(left)
+        chunk = response.read1(65536)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise OpenAIError(f"{url} answered more than {MAX_RESPONSE_BYTES} bytes")
+        chunks.append(chunk)
+
+
+def _decode(raw: bytes, url: str) -> dict[str, Any]:
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise OpenAIError(f"{url} answered bytes that are not UTF-8 ({e.reason} at byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise OpenAIError(f"{url} did not answer with JSON ({e.msg} at char {e.pos})") from None
+    except (ValueError, RecursionError) as e:
+        raise OpenAIError(f"{url} answered JSON this agent cannot read ({type(e).__name__}: {str(e)[:100]})") from None
+    if not isinstance(data, dict):
+        raise OpenAIError(f"{url} answered a JSON {type(data).__name__}, not a completion object")
+    return data
 
 
 def parse_openai_spec(spec: str) -> tuple[str, str]:
@@ -73,38 +138,48 @@ class OpenAIChatAgent:
         return body | self.extra_body
 
     def _post(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        data = json.dumps(body, ensure_ascii=False).encode()
+        data = json.dumps(body, ensure_ascii=True).encode()  # ASCII: lone surrogates cannot break encoding
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         last: Exception | None = None
         for attempt in range(self.retries + 1):
             request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+            deadline = time.monotonic() + self.timeout
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    return json.loads(response.read().decode())
+                with _OPENER.open(request, timeout=self.timeout) as response:
+                    return _decode(_read_bounded(response, deadline, self.url), self.url)
+            except OpenAIError:
+                raise
             except urllib.error.HTTPError as e:
-                detail = e.read().decode(errors="replace")[:500]
+                try:
+                    detail = e.read(500).decode(errors="replace")
+                except Exception:  # noqa: BLE001 - the body of an error is a courtesy
+                    detail = ""
                 last = OpenAIError(f"{self.url} answered HTTP {e.code}: {detail}")
                 if e.code < 500 and e.code != 429:
                     raise last from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
-                last = OpenAIError(f"cannot reach {self.url}: {getattr(e, 'reason', e)}")
-            except json.JSONDecodeError as e:
-                raise OpenAIError(f"{self.url} did not answer with JSON: {e}") from None
+            except (urllib.error.URLError, http.client.HTTPException, OSError) as e:  # OSError: timeouts, resets
+                last = OpenAIError(f"cannot reach {self.url}: {type(e).__name__}: {getattr(e, 'reason', e)}")
             if attempt < self.retries:
-                time.sleep(0.5 * 2 ** attempt)
+                time.sleep(min(0.5 * 2 ** attempt, 4.0))
         raise last  # type: ignore[misc]
 
     def act(self, env: Any, info: Mapping[str, Any]) -> dict[str, Any]:
         """The assistant message for the conversation in ``info``."""
         response = self._post(self.request_body(info))
         self.calls += 1
-        try:
-            message = response["choices"][0]["message"]
-        except (KeyError, IndexError, TypeError):
-            raise OpenAIError(f"{self.url} answered without choices[0].message: {str(response)[:300]}") from None
-        out: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
-        if message.get("tool_calls"):
-            out["tool_calls"] = message["tool_calls"]
+        choices = response.get("choices")
+        message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+        if not isinstance(message, dict):
+            raise OpenAIError(f"{self.url} answered without choices[0].message: {str(response)[:300]}")
+        content = message.get("content")
+        if content is not None and not isinstance(content, str):
+            raise OpenAIError(f"{self.url} answered a message whose content is a {type(content).__name__}")
+        out: dict[str, Any] = {"role": "assistant", "content": content or ""}
+        tool_calls = message.get("tool_calls")
+        if tool_calls:
+            if not isinstance(tool_calls, list):
+                raise OpenAIError(f"{self.url} answered tool_calls that are a {type(tool_calls).__name__}, not a list")
+            out["tool_calls"] = tool_calls  # their shape is the env's to judge: a format_error turn
         return out
