@@ -1,88 +1,85 @@
-"""Batched multi-turn rollout against one episode at a time, with the tiny model, in one run.
+"""Three ways to generate a multi-turn rollout with the tiny model, side by side in one run.
 
     python benchmarks/bench_rollout.py [--episodes 32] [--max-turns 4] [--max-new-tokens 32]
                                        [--repeat 1] [--threads 1]
 
-Both modes use the same class, :class:`seal_trl.rollout.MultiTurnRollout`, the same model (the
-offline tiny Llama of ``seal_trl.tiny``, greedy decoding), the same envs and the same seeds:
+All three use :class:`seal_trl.rollout.MultiTurnRollout`, the same model (the offline tiny Llama
+of ``seal_trl.tiny``, greedy decoding), the same envs and the same seeds:
 
-- **batched**: one ``run`` over all episodes: one ``generate`` call per turn for every episode
-  still running;
-- **sequential**: ``run`` with one episode, once per episode (one ``generate`` per turn per
-  episode).
+- **sequential**: ``run`` with one episode, once per episode, ``model.generate`` on the whole
+  conversation each turn (:func:`seal_trl.rollout.padded_generate_fn`; one prompt, so no padding);
+- **batched**: one ``run`` over all episodes with the same function: one left-padded
+  ``generate`` per turn for every episode still running (the HF path before the engine);
+- **cached**: one ``run`` with :class:`seal_trl.engine.KVCacheEngine` (what a model gets now):
+  each episode's KV cache kept across turns, shared prompt prefixes encoded once, new tokens
+  prefilled unpadded, one decode batch.
 
-Generate calls are counted by the rollout (``generate_calls``) and by a wrapper around the
-generate function, which also times them (the rest of the wall time is env steps, chat-template
-rendering and tokenization). Wall time and the process's CPU time (``time.process_time``, all
-torch threads) are both reported. A warm-up rollout of two episodes runs first. With
-``--repeat`` > 1 the modes alternate and the median of each is reported. Prints a Markdown table.
+Each mode runs in its own child process, so each reports its own peak RSS (``ru_maxrss``) next to
+the RSS it had before the rollout (model, envs and a warm-up loaded). Generate calls are counted by
+the rollout and by a wrapper that also times them (the rest of the wall time is env steps,
+chat-template rendering and tokenization). With ``--repeat`` > 1 each child plays its mode that
+many times and the median is reported. Prints a Markdown table, the episodes whose tokens agree
+between modes, and the ratios.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import resource
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from datetime import date
 
-import gymnasium as gym
-
-import seal_envs  # noqa: F401  (registers the ids)
+MODES = ("sequential", "batched", "cached")
 
 
-class TimedGenerate:
-    """Wraps a GenerateFn: counts calls, prompts, generated tokens and the time spent generating."""
+class Timed:
+    """Wraps a generator (plain or keyed): counts calls and generated tokens, times the calls."""
 
     def __init__(self, fn):
         self.fn = fn
+        self.keyed = hasattr(fn, "generate_episodes")
         self.reset()
 
     def reset(self) -> None:
-        self.calls, self.prompts, self.tokens, self.seconds = 0, 0, 0, 0.0
+        self.calls, self.tokens, self.seconds = 0, 0, 0.0
 
-    def __call__(self, prompts, max_new_tokens):
+    def _timed(self, call, *args):
         t0 = time.perf_counter()
-        out = self.fn(prompts, max_new_tokens)
+        out = call(*args)
         self.seconds += time.perf_counter() - t0
         self.calls += 1
-        self.prompts += len(prompts)
         self.tokens += sum(len(ids) for ids in out.ids)
         return out
 
+    def __call__(self, prompts, max_new_tokens):
+        return self._timed(self.fn, prompts, max_new_tokens)
 
-def play(mode: str, rollout, gen: TimedGenerate, envs, seeds) -> dict:
-    gen.reset()
-    calls_before = rollout.generate_calls
-    t0, c0 = time.perf_counter(), time.process_time()
-    if mode == "batched":
-        results = rollout.run(envs, seeds)
-    else:
-        results = [r for env, seed in zip(envs, seeds) for r in rollout.run([env], [seed])]
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    assert gen.calls == rollout.generate_calls - calls_before  # the two counts agree
-    return {"mode": mode, "wall": wall, "cpu": cpu, "gen_s": gen.seconds,
-            "calls": rollout.generate_calls - calls_before, "tokens": gen.tokens,
-            "results": results, "turns": sum(r.num_turns for r in results)}
+    def __getattr__(self, name):  # generate_episodes and release, only when the wrapped generator has them
+        if name == "generate_episodes" and self.keyed:
+            return lambda keys, seqs, n: self._timed(self.fn.generate_episodes, keys, seqs, n)
+        if name == "release" and self.keyed:
+            return self.fn.release
+        raise AttributeError(name)
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--episodes", type=int, default=32)
-    p.add_argument("--max-turns", type=int, default=4)
-    p.add_argument("--max-new-tokens", type=int, default=32, help="per turn")
-    p.add_argument("--repeat", type=int, default=1, help="alternating runs of each mode; medians reported")
-    p.add_argument("--env-id", default="seal/ToolUse-v0")
-    p.add_argument("--seed", type=int, default=0, help="model seed; episode seeds are 0..episodes-1")
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch threads (0: torch's default, one per core). 1 by default: on cores shared with other "
-                        "jobs one thread was faster and far steadier than two (docs/benchmarks.md)")
-    a = p.parse_args(argv)
+def rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
 
+
+def child(a: argparse.Namespace) -> dict:
+    import gymnasium as gym
     import torch
 
-    from seal_trl.rollout import MultiTurnRollout, hf_generate_fn
+    import seal_envs  # noqa: F401  (registers the ids)
+    from seal_trl.rollout import MultiTurnRollout, hf_generate_fn, padded_generate_fn
     from seal_trl.tiny import load_model_and_tokenizer
 
     if a.threads:
@@ -90,57 +87,102 @@ def main(argv: list[str] | None = None) -> None:
     torch.manual_seed(a.seed)
     model, tok = load_model_and_tokenizer("tiny", seed=a.seed)
     model.eval()
-    model.generation_config.do_sample = False  # greedy: both modes see the same policy
-    params = sum(p.numel() for p in model.parameters())
-    gen = TimedGenerate(hf_generate_fn(model, tok))
-    rollouts = {m: MultiTurnRollout(tok, gen, max_turns=a.max_turns, max_new_tokens=a.max_new_tokens)
-                for m in ("batched", "sequential")}
+    model.generation_config.do_sample = False  # greedy: every mode sees the same policy
+    fn = hf_generate_fn(model, tok) if a.child == "cached" else padded_generate_fn(model, tok)
+    gen = Timed(fn)
+    rollout = MultiTurnRollout(tok, gen, max_turns=a.max_turns, max_new_tokens=a.max_new_tokens)
+    assert rollout.keyed == (a.child == "cached")
     envs = [gym.make(a.env_id, max_steps=a.max_turns) for _ in range(a.episodes)]
     seeds = list(range(a.episodes))
-    prompt_lens = [len(rollouts["batched"].renderer.prompt_ids(info["messages"], info["tools"]))
-                   for info in (env.reset(seed=s)[1] for env, s in zip(envs, seeds))]
-    print(f"tiny Llama {params / 1e6:.2f} M params, {torch.get_num_threads()} torch threads; {a.episodes} episodes "
-          f"of {a.env_id}, max {a.max_turns} turns x {a.max_new_tokens} new tokens, greedy; prompt tokens "
-          f"median {statistics.median(prompt_lens):.0f} (min {min(prompt_lens)}, max {max(prompt_lens)})", flush=True)
+    MultiTurnRollout(tok, fn, max_turns=2, max_new_tokens=8).run(envs[:2], seeds[:2])  # warm-up
+    before = rss_mib()
+    runs = []
+    for _ in range(a.repeat):
+        gen.reset()
+        calls0 = rollout.generate_calls
+        t0, c0 = time.perf_counter(), time.process_time()
+        if a.child == "sequential":
+            results = [r for env, seed in zip(envs, seeds) for r in rollout.run([env], [seed])]
+        else:
+            results = rollout.run(envs, seeds)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        assert gen.calls == rollout.generate_calls - calls0
+        runs.append({"wall": wall, "cpu": cpu, "gen_s": gen.seconds, "calls": gen.calls, "tokens": gen.tokens})
+    return {"mode": a.child, "runs": runs, "rss_before_mib": before,
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "turns": sum(r.num_turns for r in results), "completions": [r.completion_ids for r in results],
+            "prompt_tokens": [len(r.prompt_ids) for r in results],
+            "engine": dict(fn.stats) if a.child == "cached" else None,
+            "params": sum(p.numel() for p in model.parameters()), "threads": torch.get_num_threads(),
+            "torch": torch.__version__}
 
-    play("batched", MultiTurnRollout(tok, gen, max_turns=2, max_new_tokens=8), gen, envs[:2], seeds[:2])  # warm-up
-    runs: dict[str, list[dict]] = {"batched": [], "sequential": []}
-    for rep in range(a.repeat):
-        for mode in ("batched", "sequential"):
-            r = play(mode, rollouts[mode], gen, envs, seeds)
-            runs[mode].append(r)
-            print(f"[{rep + 1}/{a.repeat}] {mode}: {r['wall']:.2f} s wall, {r['cpu']:.2f} s CPU, "
-                  f"{r['calls']} generate calls, "
-                  f"{r['gen_s']:.2f} s in generate, {r['tokens']} tokens generated, {r['turns']} turns", flush=True)
 
-    b, s = runs["batched"][-1], runs["sequential"][-1]
-    same = sum(x.completion_ids == y.completion_ids for x, y in zip(b["results"], s["results"]))
-    print(f"episodes whose tokens are identical in both modes: {same}/{a.episodes} "
-          "(greedy; left padding can flip a near-tie)", flush=True)
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--episodes", type=int, default=32)
+    p.add_argument("--max-turns", type=int, default=4)
+    p.add_argument("--max-new-tokens", type=int, default=32, help="per turn")
+    p.add_argument("--repeat", type=int, default=1, help="runs of each mode; medians reported")
+    p.add_argument("--env-id", default="seal/ToolUse-v0")
+    p.add_argument("--seed", type=int, default=0, help="model seed; episode seeds are 0..episodes-1")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads (0: torch's default, one per core). 1 by default: on cores shared with other "
+                        "jobs one thread was faster and far steadier than two (docs/benchmarks.md)")
+    p.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of " + ",".join(MODES))
+    p.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
+    p.add_argument("--out", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.child:
+        with open(a.out, "w") as f:
+            json.dump(child(a), f)
+        return
 
+    modes = [m for m in a.modes.split(",") if m]
+    res: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for mode in modes:
+            out = os.path.join(tmp, f"{mode}.json")
+            args = [sys.executable, __file__, "--child", mode, "--out", out, "--episodes", str(a.episodes),
+                    "--max-turns", str(a.max_turns), "--max-new-tokens", str(a.max_new_tokens),
+                    "--repeat", str(a.repeat), "--env-id", a.env_id, "--seed", str(a.seed), "--threads", str(a.threads)]
+            subprocess.run(args, check=True)
+            with open(out) as f:
+                res[mode] = json.load(f)
+            r = res[mode]
+            last = r["runs"][-1]
+            print(f"{mode}: {last['wall']:.2f} s wall, {last['cpu']:.2f} s CPU, {last['calls']} generate calls, "
+                  f"{last['gen_s']:.2f} s in generate, {last['tokens']} tokens generated, {r['turns']} turns, "
+                  f"RSS {r['rss_before_mib']:.0f} MiB before, peak {r['peak_rss_mib']:.0f} MiB", flush=True)
+    report(a, modes, res)
+
+
+def report(a: argparse.Namespace, modes: list[str], res: dict[str, dict]) -> None:
     def med(mode: str, key: str) -> float:
-        return statistics.median(r[key] for r in runs[mode])
+        return statistics.median(r[key] for r in res[mode]["runs"])
 
-    print(f"\nRollout of {a.episodes} episodes, max {a.max_turns} turns x {a.max_new_tokens} new tokens, tiny Llama "
-          f"({params / 1e6:.2f} M), greedy; median of {a.repeat}; {os.cpu_count()} CPU cores, "
-          f"{torch.get_num_threads()} torch threads, Python {platform.python_version()}, torch {torch.__version__}, "
-          f"{date.today().isoformat()}\n")
-    print("| mode | generate calls | turns played | tokens generated | wall (s) | CPU (s) | in generate (s) "
-          "| other (s) | episodes/s | generated tokens/s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for mode in ("batched", "sequential"):
-        wall, g = med(mode, "wall"), med(mode, "gen_s")
-        last = runs[mode][-1]
-        print(f"| {mode} | {last['calls']} | {last['turns']} | {last['tokens']} | {wall:.2f} | "
-              f"{med(mode, 'cpu'):.2f} | {g:.2f} | "
-              f"{wall - g:.2f} | {a.episodes / wall:.2f} | {last['tokens'] / wall:.0f} |")
-    print(f"\nSpeed-up of batched over sequential (wall time ratio sequential/batched): "
-          f"{med('sequential', 'wall') / med('batched', 'wall'):.2f}x; CPU time ratio: "
-          f"{med('sequential', 'cpu') / med('batched', 'cpu'):.2f}x; generate time ratio: "
-          f"{med('sequential', 'gen_s') / med('batched', 'gen_s'):.2f}x; generate calls "
-          f"{runs['sequential'][-1]['calls']} vs {runs['batched'][-1]['calls']}.")
-    for env in envs:
-        env.close()
+    any_ = res[modes[0]]
+    lens = any_["prompt_tokens"]
+    print(f"\nRollout of {a.episodes} episodes of {a.env_id}, max {a.max_turns} turns x {a.max_new_tokens} new tokens, "
+          f"tiny Llama ({any_['params'] / 1e6:.2f} M), greedy; prompt tokens median {statistics.median(lens):.0f} "
+          f"(min {min(lens)}, max {max(lens)}); median of {a.repeat}; {os.cpu_count()} CPU cores, {any_['threads']} "
+          f"torch threads, Python {platform.python_version()}, torch {any_['torch']}, {date.today().isoformat()}\n")
+    print("| mode | generate calls | turns | tokens generated | wall (s) | CPU (s) | in generate (s) | other (s) "
+          "| episodes/s | RSS before (MiB) | peak RSS (MiB) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for mode in modes:
+        r, wall, g = res[mode], med(mode, "wall"), med(mode, "gen_s")
+        last = r["runs"][-1]
+        print(f"| {mode} | {last['calls']} | {r['turns']} | {last['tokens']} | {wall:.2f} | {med(mode, 'cpu'):.2f} "
+              f"| {g:.2f} | {wall - g:.2f} | {a.episodes / wall:.2f} | {r['rss_before_mib']:.0f} "
+              f"| {r['peak_rss_mib']:.0f} |")
+    print()
+    for x, y in [(x, y) for i, x in enumerate(modes) for y in modes[i + 1:]]:
+        same = sum(p == q for p, q in zip(res[x]["completions"], res[y]["completions"]))
+        print(f"- tokens identical, {x} vs {y}: {same}/{a.episodes} episodes; wall time ratio {x}/{y}: "
+              f"{med(x, 'wall') / med(y, 'wall'):.2f}x, generate time ratio {med(x, 'gen_s') / med(y, 'gen_s'):.2f}x, "
+              f"CPU ratio {med(x, 'cpu') / med(y, 'cpu'):.2f}x")
+    if "cached" in res:
+        print(f"- engine: {res['cached']['engine']}")
 
 
 if __name__ == "__main__":
