@@ -217,8 +217,8 @@ class KVCacheEngine:
 
         if len(keys) != len(sequences) or len(set(keys)) != len(keys):
             raise ValueError(f"need one distinct key per sequence, got {len(keys)} keys for {len(sequences)}")
-        if any(len(s) == 0 for s in sequences):
-            raise ValueError("cannot generate from an empty sequence")
+        if any(len(s) == 0 for s in sequences) or max_new_tokens < 1:
+            raise ValueError(f"need non-empty sequences and max_new_tokens >= 1, got {max_new_tokens}")
         self.stats["calls"] += 1
         if not sequences:
             return Generation([], [] if self.logprobs else None)
