@@ -15,6 +15,9 @@ A trainer (``seal train``, or any loop that uses :class:`RunWriter`) writes:
   which it was applied; ``update``: the evolver's update count). ``[]`` if nothing changed.
 - ``evolver.json``: the evolver's state (:meth:`~seal_envs.core.evolver.Evolver.save`), optional.
 - ``surface.json``: the final surface (:meth:`~seal_envs.core.surface.Surface.to_json`), optional.
+- ``evaluation.json``: greedy success on held-out tasks before and after training
+  (:func:`save_evaluation`), optional; the report adds a before/after table and marks both on the
+  success plot.
 
 Only ``metrics.jsonl`` is required; the others are read when present. A Hugging Face trainer
 output folder (``trainer_state.json`` with ``SEALGRPOTrainer``'s ``seal/...`` metrics, and
@@ -44,15 +47,16 @@ from seal_envs.core.diagnosis import LABELS
 from seal_envs.core.surface import CHANNELS, Surface, SurfacePatch
 
 __all__ = [
-    "EVOLVER_FILE", "METRICS_FILE", "SURFACE_FILE", "SURFACE_HISTORY_FILE", "RunWriter", "episode_metrics",
+    "EVALUATION_FILE", "EVOLVER_FILE", "METRICS_FILE", "SURFACE_FILE", "SURFACE_HISTORY_FILE", "RunWriter", "episode_metrics",
     "label_series", "load_run", "metrics_from_log_history", "plot_labels", "plot_success", "plot_surface_timeline", "success_series",
-    "summary_markdown", "surface_series", "write_evolution_report", "write_report",
+    "save_evaluation", "summary_markdown", "surface_series", "write_evolution_report", "write_report",
 ]
 
 METRICS_FILE = "metrics.jsonl"
 SURFACE_HISTORY_FILE = "surface_history.json"
 EVOLVER_FILE = "evolver.json"
 SURFACE_FILE = "surface.json"
+EVALUATION_FILE = "evaluation.json"
 LABEL_PREFIX = "labels/"
 
 
@@ -141,6 +145,23 @@ TRL_KEYS = {"seal/success_rate": "success_rate", "seal/surface_version": "surfac
 TRL_LABEL_PREFIX = "seal/label_frac/"
 
 
+_EVAL_KEYS = ("split", "tasks", "success", "stderr", "progress", "by_difficulty", "label_fraction", "passed_task_ids")
+
+
+def save_evaluation(run_dir: str | Path, before: Mapping[str, Any], after: Mapping[str, Any],
+                    **extra: Any) -> Path:
+    """Write ``evaluation.json``: two greedy evaluations on the same held-out tasks (dicts with at
+    least ``success``, ``stderr`` and ``tasks``), their difference and its two standard errors."""
+    diff = float(after["success"]) - float(before["success"])
+    two_se = 2 * (float(before["stderr"]) ** 2 + float(after["stderr"]) ** 2) ** 0.5
+    record = {"before": {k: before[k] for k in _EVAL_KEYS if k in before},
+              "after": {k: after[k] for k in _EVAL_KEYS if k in after},
+              "difference": diff, "two_se": two_se, **extra}
+    path = Path(run_dir) / EVALUATION_FILE
+    path.write_text(json.dumps(record, indent=1, default=str))
+    return path
+
+
 def metrics_from_log_history(log_history: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """``metrics.jsonl`` records from a Hugging Face ``trainer_state.json`` log history as
     ``SEALGRPOTrainer`` logs it (``seal/success_rate``, ``seal/label_frac/<label>``,
@@ -225,7 +246,8 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
     if not isinstance(history, list):
         raise ValueError(f"{d / SURFACE_HISTORY_FILE}: expected a JSON list of patches")
     return {"dir": str(d), "metrics": metrics, "surface_history": history,
-            "evolver": optional(EVOLVER_FILE), "surface": optional(SURFACE_FILE)}
+            "evolver": optional(EVOLVER_FILE), "surface": optional(SURFACE_FILE),
+            "evaluation": optional(EVALUATION_FILE)}
 
 
 # -- series (pure) -------------------------------------------------------------------------
@@ -292,9 +314,13 @@ def _figure(rows: int = 1, height: float = 3.6):
     return Figure(figsize=(8, height * rows), layout="constrained")
 
 
-def _draw_success(ax, s: Mapping[str, list]) -> None:
-    ax.plot(s["step"], s["success_rate"], marker="o", markersize=3, label="success rate")
+def _draw_success(ax, s: Mapping[str, list], evaluation: Mapping[str, Any] | None = None) -> None:
+    ax.plot(s["step"], s["success_rate"], marker="o", markersize=3, label="success rate (sampled, training)")
     ax.plot(s["step"], s["reward"], linestyle="--", label="reward")
+    if evaluation and s["step"]:
+        b, a = evaluation["before"], evaluation["after"]
+        ax.errorbar([0, s["step"][-1]], [b["success"], a["success"]], yerr=[2 * b["stderr"], 2 * a["stderr"]],
+                    color="black", marker="s", capsize=4, label=f"greedy held-out {b.get('split', 'test')} (2 SE)")
     ax.set_xlabel("step")
     ax.set_ylim(-0.02, 1.02)
     ax.set_title("Success over training steps")
@@ -341,13 +367,15 @@ def _save(fig, path: str | Path | None) -> str | None:
     return str(path)
 
 
-def plot_success(metrics: Sequence[Mapping[str, Any]], path: str | Path | None) -> dict[str, Any]:
-    """Draw success rate and reward over steps to ``path``; return the series (and ``path``:
-    None when nothing was drawn, i.e. without matplotlib or without a path)."""
+def plot_success(metrics: Sequence[Mapping[str, Any]], path: str | Path | None,
+                 evaluation: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Draw success rate and reward over steps to ``path`` (and the held-out evaluation before and
+    after, when given); return the series (and ``path``: None when nothing was drawn, i.e. without
+    matplotlib or without a path)."""
     s = success_series(metrics)
     fig = _figure() if path is not None else None
     if fig is not None:
-        _draw_success(fig.add_subplot(), s)
+        _draw_success(fig.add_subplot(), s, evaluation)
     return {**s, "path": _save(fig, path)}
 
 
@@ -389,6 +417,7 @@ def summary_markdown(run: Mapping[str, Any], plots: Mapping[str, str | None] | N
             v = s[key]
             lines.append(f"| {key} | {v[0]:.4f} | {v[-1]:.4f} | {max(v):.4f} | {sum(v[-tail:]) / tail:.4f} |")
         lines.append("")
+    lines += _evaluation_markdown(run.get("evaluation"))
     ls = label_series(metrics)
     if ls["labels"]:
         lines += ["## Turn labels (share of assistant steps)", "", "| label | first step | last step | change |",
@@ -425,6 +454,20 @@ def summary_markdown(run: Mapping[str, Any], plots: Mapping[str, str | None] | N
     return "\n".join(lines)
 
 
+def _evaluation_markdown(ev: Mapping[str, Any] | None) -> list[str]:
+    if not ev:
+        return []
+    b, a = ev["before"], ev["after"]
+    lines = [f"## Held-out evaluation (greedy, canonical surface, {b.get('tasks', '?')} {b.get('split', 'test')} "
+             "tasks)", "", "| | before | after | change |", "| --- | ---: | ---: | ---: |",
+             f"| success | {b['success']:.3f} | {a['success']:.3f} | {100 * ev['difference']:+.1f} points "
+             f"(2 SE {100 * ev['two_se']:.1f}) |"]
+    for d in sorted(set(b.get("by_difficulty", {})) | set(a.get("by_difficulty", {}))):
+        vb, va = b.get("by_difficulty", {}).get(d, 0.0), a.get("by_difficulty", {}).get(d, 0.0)
+        lines.append(f"| difficulty {d} | {vb:.3f} | {va:.3f} | {100 * (va - vb):+.1f} points |")
+    return lines + [""]
+
+
 def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> dict[str, Any]:
     """Plots, ``report.md`` and ``series.json`` for a run folder (default out: ``RUN_DIR/report``).
     Returns ``{"out_dir", "markdown" (the text), "files": {...}, "series": {...}}``."""
@@ -438,7 +481,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> dict
         updates = (run.get("evolver") or {}).get("updates")
         start, end = (0, updates) if isinstance(updates, int) and updates > 0 else (None, None)
     series = {
-        "success": plot_success(metrics, out / "success.png"),
+        "success": plot_success(metrics, out / "success.png", run.get("evaluation")),
         "labels": plot_labels(metrics, out / "labels.png"),
         "surface": plot_surface_timeline(history, out / "surface.png", start, end),
     }

@@ -1,66 +1,197 @@
-"""``seal train``: a SEAL co-evolution run, written to a run folder ``seal report`` reads.
+"""``seal train``: GRPO on a SEAL environment from the shipped default agent, evaluated on held-out
+tasks before and after, written to a run folder ``seal report`` reads.
 
-The default is small on purpose: the offline tiny model on CPU, a few GRPO steps over the
-training mixture, with turn reweighting and env evolution on. Any Hugging Face model id or path
-works through ``--model``.
+With no flags it runs :data:`RECIPE`: the default checkpoint (:mod:`seal_trl.checkpoint`, an SFT
+warm start that already calls tools) on the bank domain, greedy success on held-out ``test``
+tasks before and after, and GRPO whose batches are spent on tasks with mixed rewards
+(:mod:`seal_trl.sampling`). ``docs/trainer.md`` ("A recipe that learns on two CPU cores") has the
+measurements behind every default. Any Hugging Face model id or path works through ``--model``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import time
 from pathlib import Path
+
+#: The defaults of ``seal train`` (the recipe measured in docs/trainer.md).
+RECIPE = {
+    "model": "default", "env": "seal/ToolUse-Bank-v0", "steps": 30, "tasks_per_step": 8, "num_generations": 8,
+    "lr": 2e-4, "temperature": 1.0, "beta": 0.0, "loss_type": "dapo", "num_iterations": 1,
+    "difficulties": "1,2", "reward_mode": "binary", "skip_uniform_tasks": 8, "resample_uniform_groups": 2,
+    "max_turns": 4, "max_new_tokens": 64, "eval_tasks": 100, "weighting": "none", "evolution": False,
+}
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def _difficulties(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 1,2; got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"difficulties are integers >= 1, got {text!r}")
+    return values
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default="runs/seal-tiny", help="run folder")
-    p.add_argument("--model", default="tiny", help="'tiny' (offline, built in-process) or a HF model id/path")
-    p.add_argument("--env", default="seal/ToolUse-v0", help="environment id")
-    p.add_argument("--weighting", default="turn", choices=["none", "trajectory", "turn"])
+    r = RECIPE
+    p.add_argument("--out", default="runs/seal-train", help="run folder (refused if not empty, see --overwrite)")
+    p.add_argument("--overwrite", action="store_true", help="write into a run folder that is not empty")
+    p.add_argument("--model", default=r["model"],
+                   help="'default' (the shipped warm start), 'tiny' (random weights, offline) or a HF model id/path")
+    p.add_argument("--env", default=r["env"], help="environment id (default %(default)s: the default agent's domain)")
+    p.add_argument("--steps", type=_positive, default=r["steps"], help="GRPO updates (default %(default)s)")
+    p.add_argument("--tasks-per-step", type=_positive, default=r["tasks_per_step"],
+                   help="tasks per update; each is played --num-generations times (default %(default)s)")
+    p.add_argument("--num-generations", type=_positive, default=r["num_generations"],
+                   help="episodes per task: the GRPO group (default %(default)s)")
+    p.add_argument("--lr", type=_positive_float, default=r["lr"], help="learning rate (default %(default)s)")
+    p.add_argument("--temperature", type=_positive_float, default=r["temperature"], help="sampling temperature")
+    p.add_argument("--beta", type=float, default=r["beta"], help="KL coefficient (default %(default)s: no KL)")
+    p.add_argument("--loss-type", default=r["loss_type"], choices=["grpo", "dapo", "dr_grpo", "bnpo"],
+                   help="TRL's loss normalisation (default %(default)s)")
+    p.add_argument("--num-iterations", type=_positive, default=r["num_iterations"],
+                   help="optimisation passes over each batch of rollouts (default %(default)s)")
+    p.add_argument("--difficulties", type=_difficulties, default=_difficulties(r["difficulties"]),
+                   help="difficulties of the RL tasks, e.g. 1,2 (default %(default)s)")
+    p.add_argument("--reward-mode", default=r["reward_mode"], choices=["binary", "progress"],
+                   help="binary: 1 when every check passed; progress: the fraction of user turns passed")
+    p.add_argument("--skip-uniform-tasks", type=_non_negative, default=r["skip_uniform_tasks"],
+                   help="online filtering: steps a task with equal rewards in its last group is skipped (0: off)")
+    p.add_argument("--resample-uniform-groups", type=_non_negative, default=r["resample_uniform_groups"],
+                   help="dynamic sampling: rounds replaying groups with equal rewards on other tasks (0: off)")
+    p.add_argument("--max-turns", type=_positive, default=r["max_turns"], help="assistant turns per episode")
+    p.add_argument("--max-new-tokens", type=_positive, default=r["max_new_tokens"], help="new tokens per turn")
+    p.add_argument("--eval-tasks", type=_non_negative, default=r["eval_tasks"],
+                   help="held-out test tasks evaluated greedily before and after training (0: none)")
+    p.add_argument("--weighting", default=r["weighting"], choices=["none", "trajectory", "turn"],
+                   help="SEAL's advantage reweighting from turn labels (default %(default)s: stock GRPO)")
+    p.add_argument("--evolution", action=argparse.BooleanOptionalAction, default=r["evolution"],
+                   help="let the evolver change the training surface (evaluation stays canonical)")
     p.add_argument("--surface", default="canonical", choices=["canonical", "observation_lite"],
                    help="training surface preset (observation_lite: the paper's static hints); evaluation stays canonical")
-    p.add_argument("--no-evolution", action="store_true", help="keep the surface canonical")
     p.add_argument("--curriculum", action="store_true", help="sample tasks by the evolver's curriculum")
-    p.add_argument("--steps", type=int, default=12, help="GRPO steps")
-    p.add_argument("--batch-size", type=int, default=8, help="episodes per step")
-    p.add_argument("--num-generations", type=int, default=4, help="episodes per task (GRPO group)")
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--max-new-tokens", type=int, default=32, help="new tokens per assistant turn")
-    p.add_argument("--max-turns", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=_positive, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--gpu", action="store_true", help="train on the GPU with bf16")
 
 
-def run(args: argparse.Namespace) -> Path:
-    from seal_trl.config import SEALConfig
+def prepare_out(out: Path, overwrite: bool) -> Path:
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise ValueError(f"run folder {out} is not empty; choose another --out or pass --overwrite")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def rl_dataset(env_id: str, difficulties: tuple[int, ...] | None, env_kwargs: dict | None = None):
+    """The train split's tasks of the given difficulties (all of them for ``None`` or a task source
+    without difficulty levels, such as BFCL)."""
+    import gymnasium as gym
+
+    import seal_envs  # noqa: F401
     from seal_trl.data import make_dataset
+
+    ds = make_dataset(env_id, "train", env_kwargs=env_kwargs)
+    task_set = gym.make(env_id, split="train", **(env_kwargs or {})).unwrapped.task_set
+    if difficulties is None or not hasattr(task_set, "slot"):
+        return ds
+    keep = set(difficulties)
+    return ds.filter(lambda row: task_set.slot(row["task_index"]).difficulty in keep)
+
+
+def evaluate(model, tokenizer, env_id: str, tasks: int, log) -> dict | None:
+    """Greedy success on the first ``tasks`` held-out test tasks (canonical surface)."""
+    if not tasks:
+        return None
+    import torch
+
+    from seal_trl.policy_eval import evaluate_policy
+
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        result = evaluate_policy(model, tokenizer, "test", tasks, env_id=env_id, max_new_tokens=64, max_steps=6,
+                                 batch_size=50, log=log)
+    model.train(was_training)
+    return result
+
+
+def run(args: argparse.Namespace) -> Path:
+    import torch
+
+    from seal_trl.config import SEALConfig
     from seal_trl.tiny import load_model_and_tokenizer
     from seal_trl.trainer import SEALGRPOTrainer
 
-    out = Path(args.out)
+    start = time.perf_counter()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    out = prepare_out(Path(args.out), args.overwrite)
     model, tokenizer = load_model_and_tokenizer(args.model)
+    log = print
+    log(f"[seal train] {args.model} on {args.env}: greedy evaluation on {args.eval_tasks} held-out test tasks")
+    before = evaluate(model, tokenizer, args.env, args.eval_tasks, log)
+    batch = args.tasks_per_step * args.num_generations
     config = SEALConfig(
         output_dir=str(out), use_cpu=not args.gpu, bf16=args.gpu, activation_checkpointing=False,
-        report_to="none", save_strategy="no", logging_steps=1, learning_rate=args.lr, max_steps=args.steps,
-        seed=args.seed, per_device_train_batch_size=args.batch_size, num_generations=args.num_generations,
-        max_completion_length=args.max_turns * (args.max_new_tokens + 96), temperature=1.0,
-        env_id=args.env, max_turns=args.max_turns, max_new_tokens_per_turn=args.max_new_tokens,
-        weighting=args.weighting, evolution=not args.no_evolution, curriculum=args.curriculum,
-        surface_preset=args.surface,
-        evolver_min_episodes=4,
+        report_to="none", save_strategy="no", logging_steps=1, learning_rate=args.lr, lr_scheduler_type="constant",
+        max_steps=args.steps, seed=args.seed, per_device_train_batch_size=batch,
+        num_generations=args.num_generations, temperature=args.temperature, beta=args.beta,
+        loss_type=args.loss_type, num_iterations=args.num_iterations,
+        max_completion_length=args.max_turns * (args.max_new_tokens + 96),
+        env_id=args.env, env_kwargs={"reward_mode": args.reward_mode}, max_turns=args.max_turns,
+        max_new_tokens_per_turn=args.max_new_tokens, weighting=args.weighting, evolution=args.evolution,
+        curriculum=args.curriculum, surface_preset=args.surface, evolver_min_episodes=4,
+        skip_uniform_tasks=args.skip_uniform_tasks, resample_uniform_groups=args.resample_uniform_groups,
     )
     callback = run_folder_callback(out)
     trainer = SEALGRPOTrainer(model=model, args=config, processing_class=tokenizer,
-                              train_dataset=make_dataset(args.env, "train"), callbacks=[callback])
+                              train_dataset=rl_dataset(args.env, args.difficulties), callbacks=[callback])
     callback.coevolution = trainer.seal_coevolution
+    train_start = time.perf_counter()
     trainer.train()
+    train_seconds = time.perf_counter() - train_start
+    after = evaluate(trainer.model, tokenizer, args.env, args.eval_tasks, log)
     trainer.save_model(str(out / "model"))
     trainer.save_state()
     (out / "seal_state.json").write_text(json.dumps(trainer.seal_state_dict(), indent=1, default=str))
     callback.writer.save_evolver(trainer.seal_coevolution.evolver)
     callback.writer.save_surface(trainer.seal_coevolution.surface)
-    from seal_envs.report import write_report
+    from seal_envs.report import save_evaluation, write_report
 
+    settings = {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(args).items() if k != "func"}
+    if before is not None:
+        save_evaluation(out, before, after, settings=settings, train_seconds=train_seconds,
+                        total_seconds=time.perf_counter() - start)
+        d = after["success"] - before["success"]
+        se = math.sqrt(before["stderr"] ** 2 + after["stderr"] ** 2)
+        log(f"[seal train] held-out test success {before['success']:.3f} -> {after['success']:.3f} "
+            f"({100 * d:+.1f} points; 2 SE = {200 * se:.1f}) in {train_seconds / 60:.1f} min of RL")
     write_report(out)
     return out
 

@@ -26,12 +26,9 @@ def result_path(out: Path, arm: str, seed: int) -> Path:
 
 
 def rl_dataset(difficulties, domains: tuple[str, ...] | None = None) -> Any:
-    from seal_envs.tasks import default_task_set
-    from seal_trl.data import make_dataset
+    from seal_trl.train import rl_dataset as train_tasks
 
-    task_set = default_task_set("train", domains)
-    ds = make_dataset(ENV_ID, "train", env_kwargs={"domains": domains})
-    return ds.filter(lambda row: task_set.slot(row["task_index"]).difficulty in tuple(difficulties))
+    return train_tasks(ENV_ID, tuple(difficulties), {"domains": domains})
 
 
 def _callback(log: Callable[[str], None], steps: int, start: float):

@@ -7,8 +7,9 @@ import sys
 
 def test_seal_train_writes_a_run_folder(tmp_path):
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "seal_trl.cli", "train", "--out", str(out), "--steps", "2", "--batch-size", "4",
-           "--num-generations", "2", "--max-new-tokens", "16", "--max-turns", "2"]
+    cmd = [sys.executable, "-m", "seal_trl.cli", "train", "--out", str(out), "--model", "tiny", "--env",
+           "seal/ToolUse-v0", "--steps", "2", "--tasks-per-step", "2", "--num-generations", "2", "--max-new-tokens",
+           "16", "--max-turns", "2", "--eval-tasks", "2", "--evolution", "--weighting", "turn"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -18,7 +19,22 @@ def test_seal_train_writes_a_run_folder(tmp_path):
     assert (out / "model" / "config.json").exists() and (out / "evolver.json").exists()
     assert json.loads((out / "surface.json").read_text())["version"] == metrics[-1]["surface_version"]
     assert (out / "report" / "success.png").read_bytes()[:4] == b"\x89PNG"
+    evaluation = json.loads((out / "evaluation.json").read_text())
+    assert evaluation["before"]["tasks"] == evaluation["after"]["tasks"] == 2
+    assert evaluation["difference"] == evaluation["after"]["success"] - evaluation["before"]["success"]
+    assert "Held-out evaluation" in (out / "report" / "report.md").read_text()
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)  # the folder is not empty now
+    assert again.returncode == 2 and "not empty" in again.stderr and "--overwrite" in again.stderr
     report = subprocess.run([sys.executable, "-m", "seal_trl.cli", "report", str(out), "--out", str(tmp_path / "r")],
                             capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr[-2000:]
     assert (tmp_path / "r" / "report.md").exists()
+
+
+def test_seal_train_rejects_bad_numbers_fast(tmp_path):
+    for flag, value in (("--steps", "0"), ("--steps", "-1"), ("--lr", "0"), ("--lr", "nan"), ("--difficulties", "x"),
+                        ("--skip-uniform-tasks", "-2")):
+        done = subprocess.run([sys.executable, "-m", "seal_trl.cli", "train", "--out", str(tmp_path / "r"), flag, value],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and flag in done.stderr, (flag, value, done.stderr[-500:])
+        assert not (tmp_path / "r").exists()
