@@ -284,6 +284,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         _print_json(result.summary() | {"per_domain": result.per_domain(), "per_label": result.per_label()})
     else:
         print(result.to_markdown(), end="")
+    failed = [e for e in result.episodes if e.get("agent_error")]
+    if failed:  # the played episodes are kept (above); the agent's failures still fail the command
+        print(f"seal: error: the agent failed in {len(failed)} of {len(result.episodes)} episodes, first: "
+              f"{failed[0]['agent_error']}", file=sys.stderr)
+        return 2
     return 0
 
 
