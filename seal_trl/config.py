@@ -72,6 +72,14 @@ class SEALConfig(GRPOConfig):
         metadata={"help": "Dynamic sampling: rounds in which groups that came out with equal rewards are replayed "
                           "on other tasks (0: off). Costs extra episodes; one process only."},
     )
+    shared_prefix_loss: bool = field(
+        default=True,
+        metadata={"help": "Score the loss (and old/reference log-probabilities) with each prompt shared by several "
+                          "rows of a micro-batch encoded once, its KV cache expanded to the rows "
+                          "(`seal_trl.prefix_loss`; same log-probabilities as TRL's to 1e-5). TRL's own path is used "
+                          "instead with several processes, PEFT, activation checkpointing, images, MoE aux losses "
+                          "or caches other than full attention."},
+    )
     # -- diagnosis-guided advantage reweighting ---------------------------------------------
     weighting: str = field(
         default="trajectory",

@@ -78,6 +78,7 @@ class SEALGRPOTrainer(GRPOTrainer):
         self._seal_rollout: MultiTurnRollout | None = None
         self._seal_rows: list[dict[str, Any]] | None = None
         self._seal_results: list[EpisodeResult] = []
+        self.seal_prefix_stats: Counter = Counter()  # seal_trl.prefix_loss: rows shared / plain, fallbacks
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
             super().__init__(model=model, reward_funcs=reward_funcs or [env_reward], args=args,
@@ -252,6 +253,43 @@ class SEALGRPOTrainer(GRPOTrainer):
             metrics[f"seal/rollout/{key}"].append(float(value))
         metrics["seal/surface_version"].append(float(self.seal_coevolution.surface.version))
         metrics["seal/evolution_events"].append(float(len(self.seal_coevolution.evolver.events)))
+
+    # -- loss: each shared prompt encoded once (seal_trl.prefix_loss) --------------------------
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
+                                           compute_entropy=False, compute_aux_loss=False, **kwargs):
+        """TRL's method, with the rows of each chunk that share a prompt scored on one prefix forward.
+
+        Every log-probability TRL needs goes through here (the loss, old and reference
+        log-probabilities), so all of them use the same path. Falls back to TRL's method as is when
+        ``shared_prefix_loss`` is off, for images or MoE aux losses, and for models
+        :func:`~seal_trl.prefix_loss.unsupported` rejects (the reason is counted in ``seal_prefix_stats``).
+        """
+        from .prefix_loss import VISION_KEYS, shared_prefix_logps, unsupported
+
+        base = super()._get_per_token_logps_and_entropies
+        why = [] if self.args.shared_prefix_loss else ["off"]
+        if not why:
+            why = ["images"] if any(kwargs.get(k) is not None for k in VISION_KEYS) else []
+            why += ["aux loss"] if compute_aux_loss else []
+            why = why or unsupported(model, num_processes=self.accelerator.num_processes)
+        if why:
+            self.seal_prefix_stats.update(f"fallback: {reason}" for reason in why)
+            return base(model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                        compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **kwargs)
+
+        def plain(ids, mask):
+            return base(model, ids, mask, logits_to_keep, compute_entropy=compute_entropy)
+
+        batch_size = batch_size or input_ids.size(0)
+        logps, entropies = [], []
+        for start in range(0, input_ids.size(0), batch_size):  # TRL's chunks: the same memory bound
+            lp, ent = shared_prefix_logps(model, input_ids[start:start + batch_size],
+                                          attention_mask[start:start + batch_size], logits_to_keep,
+                                          compute_entropy=compute_entropy, plain=plain,
+                                          autocast=self.accelerator.autocast, stats=self.seal_prefix_stats)
+            logps.append(lp)
+            entropies.append(ent)
+        return torch.cat(logps, dim=0), (torch.cat(entropies, dim=0) if compute_entropy else None), None
 
     # -- checkpointing ------------------------------------------------------------------------
     def seal_state_dict(self) -> dict[str, Any]:
