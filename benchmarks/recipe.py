@@ -1,0 +1,166 @@
+"""The GRPO recipe search behind ``seal train``'s defaults: variants x seeds, one table and one plot.
+
+Every run is ``seal train`` itself (the shipped default agent, the bank env, greedy evaluation of
+the same held-out test tasks before and after), with one variant's flags on top of the recipe:
+
+    python -m benchmarks.recipe --variants recipe no_filter --seeds 0 1 2 --workers 2 --out runs/recipe
+    python -m benchmarks.recipe --out runs/recipe --report-only     # table.md and recipe.png again
+
+Runs are resumable (a run folder with ``evaluation.json`` is done and skipped). Each run uses one
+torch thread; ``--workers 2`` runs two at a time, each pinned to its own core when ``taskset``
+exists. The table reports, per run, greedy success before and after, the change and its 2 SE
+(two independent binomial SEs: conservative, the tasks are the same), the minutes of RL and the
+sampled training success of the first and last steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+#: Flags on top of ``seal train``'s defaults (seal_trl.train.RECIPE).
+VARIANTS: dict[str, list[str]] = {
+    "recipe": [],
+    "no_filter": ["--skip-uniform-tasks", "0", "--resample-uniform-groups", "0"],
+    "lr_1e-3": ["--lr", "1e-3"],
+    "lr_2e-4": ["--lr", "2e-4"],
+    "d1_only": ["--difficulties", "1"],
+    "d1_4": ["--difficulties", "1,2,3,4"],
+    "progress_reward": ["--reward-mode", "progress"],
+    "temp_1.5": ["--temperature", "1.5"],
+    "iters_2": ["--num-iterations", "2"],
+    "group_16": ["--num-generations", "16", "--tasks-per-step", "4"],
+    "beta_0.04": ["--beta", "0.04"],
+    "loss_grpo": ["--loss-type", "grpo"],
+    "seal": ["--weighting", "turn", "--evolution"],
+}
+
+
+def run_dir(out: Path, variant: str, seed: int) -> Path:
+    return out / variant / f"seed{seed}"
+
+
+def command(out: Path, variant: str, seed: int, steps: int | None, eval_tasks: int, core: int | None) -> list[str]:
+    cmd = [sys.executable, "-m", "seal_trl.cli", "train", "--out", str(run_dir(out, variant, seed)), "--overwrite",
+           "--seed", str(seed), "--threads", "1", "--eval-tasks", str(eval_tasks), *VARIANTS[variant]]
+    if steps is not None:
+        cmd += ["--steps", str(steps)]
+    if core is not None and shutil.which("taskset"):
+        cmd = ["taskset", "-c", str(core), *cmd]
+    return cmd
+
+
+def launch_all(jobs: list[tuple[str, int]], out: Path, steps: int | None, eval_tasks: int, workers: int) -> None:
+    running: list[tuple[subprocess.Popen, int, str]] = []
+    free = list(range(workers))
+    queue = list(jobs)
+    while queue or running:
+        while queue and free:
+            variant, seed = queue.pop(0)
+            core = free.pop(0)
+            folder = run_dir(out, variant, seed)
+            folder.mkdir(parents=True, exist_ok=True)
+            log = open(folder.parent / f"seed{seed}.log", "w")
+            cmd = command(out, variant, seed, steps, eval_tasks, core if workers > 1 else None)
+            print(f"{time.strftime('%H:%M:%S')} start {variant} seed {seed}: {' '.join(cmd)}", flush=True)
+            running.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), core, f"{variant}/{seed}"))
+        time.sleep(5)
+        for job in list(running):
+            proc, core, name = job
+            if proc.poll() is not None:
+                running.remove(job)
+                free.append(core)
+                print(f"{time.strftime('%H:%M:%S')} done {name}: exit {proc.returncode}", flush=True)
+
+
+def load_runs(out: Path) -> list[dict]:
+    rows = []
+    for path in sorted(out.glob("*/seed*/evaluation.json")):
+        ev = json.loads(path.read_text())
+        metrics = [json.loads(line) for line in (path.parent / "metrics.jsonl").read_text().splitlines() if line]
+        rows.append({"variant": path.parent.parent.name, "seed": int(path.parent.name[4:]), "eval": ev,
+                     "train_success": [m.get("success_rate", 0.0) for m in metrics],
+                     "mixed": [1 - m.get("frac_reward_zero_std", 1.0) for m in metrics]})
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = ["| variant | seed | test before | test after | change (points) | 2 SE | RL minutes | "
+             "train success first → last 3 steps | groups with a gradient |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
+    by_variant: dict[str, list[dict]] = {}
+    for r in rows:
+        ev, ts = r["eval"], r["train_success"]
+        last = sum(ts[-3:]) / max(len(ts[-3:]), 1)
+        star = " *" if ev["difference"] > ev["two_se"] else ""
+        lines.append(f"| {r['variant']} | {r['seed']} | {ev['before']['success']:.3f} | {ev['after']['success']:.3f} | "
+                     f"{100 * ev['difference']:+.1f}{star} | {100 * ev['two_se']:.1f} | "
+                     f"{ev.get('train_seconds', 0) / 60:.1f} | {ts[0] if ts else 0:.2f} → {last:.2f} | "
+                     f"{sum(r['mixed']) / max(len(r['mixed']), 1):.2f} |")
+        by_variant.setdefault(r["variant"], []).append(r)
+    lines += ["", "| variant | seeds | mean change (points) | 2 SE of the mean | mean RL minutes |",
+              "| --- | ---: | ---: | ---: | ---: |"]
+    for variant, rs in by_variant.items():
+        diffs = [r["eval"]["difference"] for r in rs]
+        mean = sum(diffs) / len(diffs)
+        se = (sum(r["eval"]["two_se"] ** 2 for r in rs) ** 0.5) / len(rs)
+        minutes = sum(r["eval"].get("train_seconds", 0) for r in rs) / 60 / len(rs)
+        lines.append(f"| {variant} | {len(rs)} | {100 * mean:+.1f} | {100 * se:.1f} | {minutes:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    ax, ax2 = fig.subplots(1, 2)
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    for i, v in enumerate(variants):
+        rs = [r for r in rows if r["variant"] == v]
+        for r in rs:
+            b, a = r["eval"]["before"]["success"], r["eval"]["after"]["success"]
+            ax.plot([i - 0.15, i + 0.15], [b, a], color=f"C{i % 10}", marker="o")
+            ax2.plot(range(1, len(r["train_success"]) + 1), r["train_success"], color=f"C{i % 10}", alpha=0.7,
+                     label=v if r is rs[0] else None)
+    ax.set_xticks(range(len(variants)), variants, rotation=30, ha="right")
+    ax.set_ylabel("greedy success, held-out test (before → after)")
+    ax.set_title("Held-out success before and after GRPO")
+    ax.grid(alpha=0.3)
+    ax2.set_xlabel("GRPO step")
+    ax2.set_ylabel("sampled success of the step's episodes")
+    ax2.set_title("Training curves")
+    ax2.grid(alpha=0.3)
+    ax2.legend(fontsize=7)
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default="runs/recipe")
+    p.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=["recipe"])
+    p.add_argument("--seeds", nargs="+", type=int, default=[0])
+    p.add_argument("--steps", type=int, default=None, help="GRPO steps (default: the recipe's)")
+    p.add_argument("--eval-tasks", type=int, default=200, help="held-out test tasks, greedy (default 200)")
+    p.add_argument("--workers", type=int, default=1, help="runs at a time, one core each")
+    p.add_argument("--report-only", action="store_true")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    if not args.report_only:
+        todo = [(v, s) for v in args.variants for s in args.seeds
+                if not (run_dir(out, v, s) / "evaluation.json").exists()]
+        launch_all(todo, out, args.steps, args.eval_tasks, max(1, args.workers))
+    rows = load_runs(out)
+    (out / "table.md").write_text(markdown(rows))
+    plot(rows, out / "recipe.png")
+    print(markdown(rows))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
