@@ -103,8 +103,6 @@ def step(model, fn, prompts, completions, pad, advantages):
 def trainer_steps(shared: bool, steps: int, out: str, seed: int = 0, warmstart: str | None = None) -> list[dict[str, float]]:
     """``steps`` GRPO steps of the efficacy RL setting; per step: wall and CPU seconds of the step,
     the rollout and the scoring (rollout included), the loss, and the shared-prefix row counts."""
-    import torch
-
     from seal_trl.config import SEALConfig
     from seal_trl.tiny import build_tiny_model, build_tiny_tokenizer
     from seal_trl.train import rl_dataset
@@ -157,7 +155,6 @@ def trainer_steps(shared: bool, steps: int, out: str, seed: int = 0, warmstart: 
     for r, loss, length in zip(records, losses, tokens):
         r.update(loss=loss, mean_completion=length)
     records[-1].update({k: float(v) for k, v in trainer.seal_prefix_stats.items()})
-    del torch
     return records
 
 
