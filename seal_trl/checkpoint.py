@@ -70,6 +70,14 @@ def _commit() -> str:
         return "unknown"
 
 
+def _parent(folder: str | None) -> dict[str, Any] | None:
+    """The provenance of the checkpoint a second schedule started from (what reproduces it)."""
+    if not folder:
+        return None
+    path = Path(folder) / PROVENANCE_FILE
+    return load_provenance(folder) if path.exists() else {"folder": str(folder)}
+
+
 def evaluate_checkpoint(model: Any, tokenizer: Any, splits: dict[str, int], log: Callable[[str], None] = print,
                         domains: tuple[str, ...] | None = ("bank",)) -> dict[str, Any]:
     """Greedy success per split (first ``n`` tasks each) with the provenance's budgets."""
@@ -119,6 +127,7 @@ def make_default_checkpoint(out: str | Path, cfg: WarmStartConfig = DEFAULT_WARM
         "eval": {split: {k: r[k] for k in ("tasks", "success", "stderr", "progress", "by_difficulty",
                                            "label_fraction")}
                  for split, r in evals.items()},
+        "init": _parent(cfg.init_from),
         "check": {"split": "test", "tasks": CHECK_TASKS, "success": check["success"],
                   "passed_task_ids": check["passed_task_ids"]},
     }

@@ -334,6 +334,8 @@ def cmd_warmstart(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(args.threads)
     cfg = DEFAULT_WARMSTART if args.steps is None else dataclasses.replace(DEFAULT_WARMSTART, max_steps=args.steps)
+    if args.init:
+        cfg = dataclasses.replace(cfg, init_from=str(Path(args.init).resolve()))
     command = "seal warmstart " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["warmstart"] else None
     make_default_checkpoint(out, cfg, eval_tasks=args.eval_tasks, command=command)
     print(f"checkpoint: {out}  (seal eval seal/ToolUse-Bank-v0 --agent hf:{out} --temperature 0)")
@@ -397,6 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("warmstart", help="train the default agent (SFT on oracle trajectories) with provenance")
     p.add_argument("--out", required=True, help="checkpoint folder (the shipped one: seal_trl/checkpoints/default)")
     p.add_argument("--steps", type=_positive, help="optimizer steps (default: the recipe's)")
+    p.add_argument("--init", help="continue from this checkpoint (a second schedule) instead of random weights")
     p.add_argument("--eval-tasks", type=_positive, default=200, help="greedy test and ood tasks (default 200)")
     p.add_argument("--threads", type=_positive, default=2, help="torch threads (default 2)")
     p.add_argument("--overwrite", action="store_true", help="replace a checkpoint already in --out")

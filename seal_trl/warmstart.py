@@ -47,11 +47,14 @@ class WarmStartConfig:
     bf16: bool = True
     difficulties: tuple[int, ...] = (1, 2, 3, 4)
     extra_tasks: int = 0  # more train-domain tasks (seeds EXTRA_SEED..): see extra_conversations
+    init_from: str | None = None  # continue from this checkpoint folder (a second schedule), else random init
     domains: tuple[str, ...] | None = None  # None: the five train domains (the env's default)
 
     def key(self) -> dict[str, Any]:
         d = asdict(self)
         d["difficulties"] = list(self.difficulties)
+        if self.init_from is None:
+            d.pop("init_from")  # keeps the cache key of warm starts trained before the field existed
         if self.domains is None:
             d.pop("domains")  # keeps the cache key of warm starts trained before the field existed
         else:
@@ -244,8 +247,13 @@ def train_warmstart(cfg: WarmStartConfig, out_dir: Path, log: Callable[[str], No
     targets = sum(sum(t != -100 for t in ex.labels) for ex in examples)
     log(f"[warmstart] {len(examples)} oracle trajectories, {tokens} tokens ({targets} targets), "
         f"prepared in {time.perf_counter() - t0:.1f} s")
-    model = build_tiny_model(tokenizer, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers,
-                             num_heads=cfg.num_heads, seed=cfg.seed)
+    if cfg.init_from:
+        from transformers import LlamaForCausalLM
+
+        model = LlamaForCausalLM.from_pretrained(cfg.init_from)
+    else:
+        model = build_tiny_model(tokenizer, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers,
+                                 num_heads=cfg.num_heads, seed=cfg.seed)
     params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.95))
     rng = random.Random(cfg.seed)
