@@ -39,7 +39,7 @@ DEFAULT_WARMSTART = WarmStartConfig(
     warmup_steps=20, difficulties=(1, 2, 3, 4), extra_tasks=6000, domains=("bank",),
 )
 #: Greedy evaluation of the provenance (the same budgets `seal train` evaluates with).
-EVAL_SETTINGS = {"max_new_tokens": 64, "max_steps": 6, "batch_size": 50}
+EVAL_SETTINGS = {"max_new_tokens": 64, "max_steps": 12, "batch_size": 50}  # 12 actions: the longest task needs 11
 CHECK_TASKS = 40  # the fixed sample a test replays: the first 40 test tasks (10 per difficulty)
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 RECIPE = {
     "model": "default", "env": "seal/ToolUse-Bank-v0", "steps": 30, "tasks_per_step": 8, "num_generations": 8,
     "lr": 5e-4, "temperature": 1.0, "beta": 0.0, "loss_type": "dapo", "num_iterations": 1,
-    "difficulties": "1,2", "reward_mode": "binary", "skip_uniform_tasks": 8, "resample_uniform_groups": 2,
-    "max_turns": 4, "max_new_tokens": 64, "eval_tasks": 100, "weighting": "none", "evolution": False,
+    "difficulties": "2,3,4", "reward_mode": "binary", "skip_uniform_tasks": 8, "resample_uniform_groups": 2,
+    "max_turns": 12, "max_new_tokens": 64, "eval_tasks": 100, "weighting": "none", "evolution": False,
 }
 
 
@@ -135,7 +135,7 @@ def evaluate(model, tokenizer, env_id: str, tasks: int, log) -> dict | None:
     was_training = model.training
     model.eval()
     with torch.no_grad():
-        result = evaluate_policy(model, tokenizer, "test", tasks, env_id=env_id, max_new_tokens=64, max_steps=6,
+        result = evaluate_policy(model, tokenizer, "test", tasks, env_id=env_id, max_new_tokens=64, max_steps=12,
                                  batch_size=50, log=log)
     model.train(was_training)
     return result
