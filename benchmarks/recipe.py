@@ -26,11 +26,12 @@ from pathlib import Path
 #: Flags on top of ``seal train``'s defaults (seal_trl.train.RECIPE).
 VARIANTS: dict[str, list[str]] = {
     "recipe": [],
-    "no_filter": ["--skip-uniform-tasks", "0", "--resample-uniform-groups", "0"],
+    "filter": ["--skip-uniform-tasks", "8", "--resample-uniform-groups", "2"],
+    "filter_d2_4": ["--skip-uniform-tasks", "8", "--resample-uniform-groups", "2", "--difficulties", "2,3,4",
+                    "--steps", "20"],
     "lr_1e-3": ["--lr", "1e-3"],
     "lr_2e-4": ["--lr", "2e-4"],
-    "d1_only": ["--difficulties", "1"],
-    "d1_4": ["--difficulties", "1,2,3,4"],
+    "d2_4": ["--difficulties", "2,3,4"],
     "progress_reward": ["--reward-mode", "progress"],
     "temp_1.5": ["--temperature", "1.5"],
     "iters_2": ["--num-iterations", "2"],
@@ -90,17 +91,17 @@ def load_runs(out: Path) -> list[dict]:
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| variant | seed | test before | test after | change (points) | 2 SE | RL minutes | "
-             "train success first → last 3 steps | groups with a gradient |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
+    lines = ["| variant | seed | test tasks | test before | test after | change (points) | 2 SE | RL steps | RL minutes | "
+             "train success first 3 → last 3 steps | groups with a gradient |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
     by_variant: dict[str, list[dict]] = {}
     for r in rows:
         ev, ts = r["eval"], r["train_success"]
-        last = sum(ts[-3:]) / max(len(ts[-3:]), 1)
+        first, last = (sum(ts[:3]) / max(len(ts[:3]), 1)), sum(ts[-3:]) / max(len(ts[-3:]), 1)
         star = " *" if ev["difference"] > ev["two_se"] else ""
-        lines.append(f"| {r['variant']} | {r['seed']} | {ev['before']['success']:.3f} | {ev['after']['success']:.3f} | "
-                     f"{100 * ev['difference']:+.1f}{star} | {100 * ev['two_se']:.1f} | "
-                     f"{ev.get('train_seconds', 0) / 60:.1f} | {ts[0] if ts else 0:.2f} → {last:.2f} | "
+        lines.append(f"| {r['variant']} | {r['seed']} | {ev['before'].get('tasks', '')} | {ev['before']['success']:.3f} | "
+                     f"{ev['after']['success']:.3f} | {100 * ev['difference']:+.1f}{star} | {100 * ev['two_se']:.1f} | "
+                     f"{len(ts)} | {ev.get('train_seconds', 0) / 60:.1f} | {first:.2f} → {last:.2f} | "
                      f"{sum(r['mixed']) / max(len(r['mixed']), 1):.2f} |")
         by_variant.setdefault(r["variant"], []).append(r)
     lines += ["", "| variant | seeds | mean change (points) | 2 SE of the mean | mean RL minutes |",

@@ -18,9 +18,9 @@ from pathlib import Path
 
 #: The defaults of ``seal train`` (the recipe measured in docs/trainer.md).
 RECIPE = {
-    "model": "default", "env": "seal/ToolUse-Bank-v0", "steps": 30, "tasks_per_step": 8, "num_generations": 8,
+    "model": "default", "env": "seal/ToolUse-Bank-v0", "steps": 12, "tasks_per_step": 8, "num_generations": 8,
     "lr": 5e-4, "temperature": 1.0, "beta": 0.0, "loss_type": "dapo", "num_iterations": 1,
-    "difficulties": "2,3,4", "reward_mode": "binary", "skip_uniform_tasks": 8, "resample_uniform_groups": 2,
+    "difficulties": "2", "reward_mode": "binary", "skip_uniform_tasks": 0, "resample_uniform_groups": 0,
     "max_turns": 12, "max_new_tokens": 64, "eval_tasks": 100, "weighting": "none", "evolution": False,
 }
 
