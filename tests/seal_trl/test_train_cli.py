@@ -38,3 +38,18 @@ def test_seal_train_rejects_bad_numbers_fast(tmp_path):
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and flag in done.stderr, (flag, value, done.stderr[-500:])
         assert not (tmp_path / "r").exists()
+
+
+def test_seal_train_defaults_start_from_the_shipped_agent(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "seal_trl.cli", "train", "--out", str(out), "--steps", "1", "--tasks-per-step", "1",
+           "--num-generations", "2", "--eval-tasks", "2", "--max-turns", "3", "--threads", "1"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    evaluation = json.loads((out / "evaluation.json").read_text())
+    assert evaluation["settings"]["model"] == "default" and evaluation["settings"]["env"] == "seal/ToolUse-Bank-v0"
+    # the shipped agent solves the first held-out task (difficulty 1) before training: it is not a random model
+    assert evaluation["before"]["passed_task_ids"][:1] == ["bank/test/d1/100000"]
+    assert "held-out test success" in done.stdout
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1]
