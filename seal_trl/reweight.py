@@ -43,7 +43,47 @@ from .weighting import (
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["TokenWeigher", "turn_tag"]
+__all__ = ["TokenWeigher", "turn_tag", "WEIGHER_STATE_SCHEMA"]
+
+# The weigher part of the trainer's seal_state.json (TokenWeigher.state_dict()), checked on load.
+WEIGHER_FORMAT, WEIGHER_FORMAT_VERSION = "seal-token-weigher", 1
+_NUM = {"type": "number"}
+_TABLE = {"type": "object", "additionalProperties": _NUM}
+_PAIRS = {"type": "object", "additionalProperties": {"type": "array", "items": _NUM, "minItems": 2, "maxItems": 2}}
+_TAGS = {"type": "array", "items": {"type": "string"}}
+_EMA_SCHEMA = {  # EMATagWeights.state_dict()
+    "type": "object",
+    "required": ["base", "alpha", "strength", "min_scale", "max_scale", "neutral_tags", "ignored_tags",
+                 "default_weight", "ema", "num_updates"],
+    "properties": {
+        "base": _TABLE, "alpha": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}, "strength": _NUM,
+        "min_scale": _NUM, "max_scale": _NUM, "neutral_tags": _TAGS, "ignored_tags": _TAGS,
+        "default_weight": _NUM, "ema": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}},
+        "num_updates": {"type": "integer", "minimum": 0},
+    },
+}
+_DYNAMIC_SCHEMA = {  # OfficialDynamicTagWeights.state_dict()
+    "type": "object",
+    "required": ["kind", "base", "ema_beta", "prevalence_alpha", "confidence_samples", "min_scale", "max_scale",
+                 "window", "total", "dynamic", "active", "epoch"],
+    "properties": {
+        "kind": {"const": "official_dynamic"}, "base": _TABLE,
+        "ema_beta": {"type": "number", "minimum": 0, "maximum": 1}, "prevalence_alpha": _NUM,
+        "confidence_samples": {"type": "integer", "minimum": 1}, "min_scale": _NUM, "max_scale": _NUM,
+        "window": _PAIRS, "total": _PAIRS, "dynamic": _TABLE, "active": _TABLE,
+        "epoch": {"type": ["integer", "null"], "minimum": 0},
+    },
+}
+WEIGHER_STATE_SCHEMA = {
+    "type": "object",
+    "required": ["ema", "dynamic"],
+    "properties": {
+        "format": {"const": WEIGHER_FORMAT}, "format_version": {"const": WEIGHER_FORMAT_VERSION},
+        # null when off; "required" and "properties" only constrain objects, so errors name the inner field
+        "ema": {**_EMA_SCHEMA, "type": ["object", "null"]},
+        "dynamic": {**_DYNAMIC_SCHEMA, "type": ["object", "null"]},
+    },
+}
 
 
 def turn_tag(label: Mapping[str, Any] | None, tag_source: str = "official") -> str | None:
@@ -171,10 +211,23 @@ class TokenWeigher:
 
     # -- checkpointing --------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        return {"ema": None if self.ema is None else self.ema.state_dict(),
+        return {"format": WEIGHER_FORMAT, "format_version": WEIGHER_FORMAT_VERSION,
+                "ema": None if self.ema is None else self.ema.state_dict(),
                 "dynamic": None if self.dynamic is None else self.dynamic.state_dict()}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    @staticmethod
+    def check_state(state: Any, source: str = "token weigher state", prefix: str = "") -> dict[str, Any]:
+        """``state`` if it is a valid :meth:`state_dict` (files without ``format_version`` read as
+        version 1), else a :class:`~seal_envs.core.statefile.StateFileError` naming ``source`` and
+        the field (after ``prefix``, ``"weigher/"`` inside the trainer's ``seal_state.json``)."""
+        from seal_envs.core import statefile
+
+        return statefile.check(dict(state) if isinstance(state, Mapping) else state, WEIGHER_STATE_SCHEMA, source,
+                               WEIGHER_FORMAT, WEIGHER_FORMAT_VERSION, prefix)
+
+    def load_state_dict(self, state: Mapping[str, Any], source: str = "token weigher state",
+                        prefix: str = "") -> None:
+        state = self.check_state(state, source, prefix)
         if self.ema is not None and state.get("ema") is not None:
             self.ema.load_state_dict(state["ema"])
         if self.dynamic is not None and state.get("dynamic") is not None:

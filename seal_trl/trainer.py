@@ -302,7 +302,7 @@ class SEALGRPOTrainer(GRPOTrainer):
     def load_seal_state_dict(self, state: dict[str, Any], source: str = "SEAL state") -> None:
         state = check_seal_state(state, source)
         self.seal_coevolution.load_state_dict(state["coevolution"], source)
-        self.seal_weigher.load_state_dict(state["weigher"])
+        self.seal_weigher.load_state_dict(state["weigher"], source, "weigher/")
         if self.seal_tasks is not None and "task_memory" in state:
             self.seal_tasks.load_state_dict(state["task_memory"])
 
@@ -326,8 +326,8 @@ class SEALGRPOTrainer(GRPOTrainer):
 
 
 def check_seal_state(state: Any, source: str) -> dict[str, Any]:
-    """The trainer's SEAL state if it is format 1 with its parts present, else an error naming
-    ``source`` and the field (the parts validate themselves when loaded)."""
+    """The trainer's SEAL state if it is format 1 with its parts present and the weigher's valid,
+    else an error naming ``source`` and the field (the evolver and surface validate when loaded)."""
     from seal_envs.core.statefile import StateFileError
 
     if not isinstance(state, dict):
@@ -341,6 +341,7 @@ def check_seal_state(state: Any, source: str) -> dict[str, Any]:
         raise StateFileError(f"{source}: field 'coevolution/evolver' is missing or not an object")
     if not isinstance(state["coevolution"].get("surface"), str):
         raise StateFileError(f"{source}: field 'coevolution/surface' is missing or not a string")
+    TokenWeigher.check_state(state["weigher"], source, "weigher/")
     return state
 
 

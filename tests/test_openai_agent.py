@@ -21,6 +21,7 @@ class Server:
 
     def __init__(self, behave, host="127.0.0.1"):
         self.requests: list[dict] = []
+        self.posts: list[tuple[str, bytes]] = []  # (path, body) of each request
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -29,7 +30,7 @@ class Server:
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
-                self.rfile.read(length)
+                outer.posts.append((self.path, self.rfile.read(length)))
                 outer.requests.append(dict(self.headers))
                 behave(self)
 
@@ -142,6 +143,34 @@ def test_credentials_never_follow_a_redirect_to_another_host(serve):
     with pytest.raises(OpenAIError, match="another host"):  # another port is another origin too
         OpenAIChatAgent(hop.url, "m", api_key="secret", retries=0).act(None, INFO)
     assert not same.requests
+
+
+# Known bug (strict: this fails loudly once fixed, then drop the mark): urllib's
+# HTTPRedirectHandler.redirect_request raises HTTPError for a POST answered 307/308, and
+# _SameOriginRedirects calls it before its own 307/308 branch that keeps the body, so that
+# branch never runs and the agent reports "answered HTTP 307". Fix: build the POST copy for
+# 307/308 in _SameOriginRedirects before (instead of) calling super().
+@pytest.mark.xfail(raises=OpenAIError, strict=True,
+                   reason="same-origin 307/308 not followed: urllib refuses to redirect a POST first")
+@pytest.mark.parametrize("code", [307, 308])
+@pytest.mark.parametrize("absolute", [True, False], ids=["absolute", "relative"])
+def test_a_redirect_within_the_origin_is_followed_with_body_and_credentials(serve, code, absolute):
+    moved = "/v2/chat/completions"
+
+    def hop(h):
+        if h.path == moved:
+            answer(json.dumps(OK).encode())(h)
+        else:  # same host and port: a path on this server itself
+            answer(b"", code, [("Location", (server.url.rsplit("/v1", 1)[0] if absolute else "") + moved)])(h)
+
+    server = serve(hop)
+    agent = OpenAIChatAgent(server.url, "m", api_key="secret", seed=7, retries=0, timeout=5)
+    assert agent.act(None, INFO)["content"] == "Done."
+    assert [path for path, _ in server.posts] == ["/v1/chat/completions", moved]
+    first, second = (json.loads(body) for _, body in server.posts)
+    assert second == first == agent.request_body(INFO)  # the POST body survives the redirect
+    assert all(r.get("Authorization") == "Bearer secret" for r in server.requests)
+    assert server.requests[1].get("Content-Type") == "application/json"
 
 
 def test_evaluate_keeps_played_episodes_when_a_call_fails(serve):

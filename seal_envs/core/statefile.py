@@ -39,22 +39,25 @@ def parse_json(text: str, source: str) -> Any:
         raise StateFileError(f"{source}: not usable JSON ({type(e).__name__}: {e})") from None
 
 
-def check(data: Any, schema: Mapping[str, Any], source: str, fmt: str, version: int) -> dict[str, Any]:
+def check(data: Any, schema: Mapping[str, Any], source: str, fmt: str, version: int,
+          prefix: str = "") -> dict[str, Any]:
     """``data`` if it is this format at this version and satisfies ``schema``, else an error that
-    names ``source`` and the first offending field (as a JSON path)."""
+    names ``source`` and the first offending field (as a JSON path, after ``prefix`` when ``data``
+    is a part of the file, e.g. ``"weigher/"``)."""
     if not isinstance(data, dict):
-        raise StateFileError(f"{source}: expected a JSON object, got {type(data).__name__}")
+        where = f"field {prefix.rstrip('/')!r} is not a JSON object" if prefix else "expected a JSON object"
+        raise StateFileError(f"{source}: {where}, got {type(data).__name__}")
     found = data.get("format", fmt)
     if found != fmt:
-        raise StateFileError(f"{source}: field 'format' is {found!r}, expected {fmt!r}")
+        raise StateFileError(f"{source}: field '{prefix}format' is {found!r}, expected {fmt!r}")
     got = data.get("format_version", 1)
     if got != version:
-        raise StateFileError(f"{source}: field 'format_version' is {got!r}; this version of seal_envs "
+        raise StateFileError(f"{source}: field '{prefix}format_version' is {got!r}; this version of seal_envs "
                              f"reads {fmt} version {version}")
     errors = sorted(Draft202012Validator(schema).iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         e = errors[0]
-        field = "/".join(map(str, e.absolute_path)) or "(top level)"
+        field = "/".join([prefix.rstrip("/")] * bool(prefix) + list(map(str, e.absolute_path))) or "(top level)"
         raise StateFileError(f"{source}: field '{field}' is invalid: {e.message[:300]}")
     return data
 
