@@ -51,10 +51,9 @@ class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
         if _origin(newurl) != _origin(req.full_url):
             raise OpenAIError(f"{req.full_url} redirected to another host ({newurl}); not followed, so the "
                               "API key is not sent there. Use the final URL as the base url.")
-        new = super().redirect_request(req, fp, code, msg, headers, newurl)
-        if new is not None and code in (307, 308):  # urllib drops the body of a redirected POST
-            new = urllib.request.Request(newurl, data=req.data, headers=dict(req.header_items()), method="POST")
-        return new
+        if code in (307, 308) and req.get_method() == "POST":  # urllib refuses these for a POST: resend it as is
+            return urllib.request.Request(newurl, data=req.data, headers=dict(req.header_items()), method="POST")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
 _OPENER = urllib.request.build_opener(_SameOriginRedirects)

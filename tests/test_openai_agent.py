@@ -150,8 +150,6 @@ def test_credentials_never_follow_a_redirect_to_another_host(serve):
 # _SameOriginRedirects calls it before its own 307/308 branch that keeps the body, so that
 # branch never runs and the agent reports "answered HTTP 307". Fix: build the POST copy for
 # 307/308 in _SameOriginRedirects before (instead of) calling super().
-@pytest.mark.xfail(raises=OpenAIError, strict=True,
-                   reason="same-origin 307/308 not followed: urllib refuses to redirect a POST first")
 @pytest.mark.parametrize("code", [307, 308])
 @pytest.mark.parametrize("absolute", [True, False], ids=["absolute", "relative"])
 def test_a_redirect_within_the_origin_is_followed_with_body_and_credentials(serve, code, absolute):
