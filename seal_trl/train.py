@@ -156,6 +156,9 @@ def run(args: argparse.Namespace) -> Path:
     log = print
     log(f"[seal train] {args.model} on {args.env}: greedy evaluation on {args.eval_tasks} held-out test tasks")
     before = evaluate(model, tokenizer, args.env, args.eval_tasks, log)
+    if before is not None:
+        log(f"[seal train] before training: held-out test success {before['success']:.3f} "
+            f"(by difficulty {before['by_difficulty']}); now {args.steps} GRPO steps")
     batch = args.tasks_per_step * args.num_generations
     config = SEALConfig(
         output_dir=str(out), use_cpu=not args.gpu, bf16=args.gpu, activation_checkpointing=False,
