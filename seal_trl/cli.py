@@ -306,13 +306,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 # -- parser --------------------------------------------------------------------------------
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def cmd_train(args: argparse.Namespace) -> int:
     from seal_trl.train import run
 
@@ -343,6 +336,8 @@ def cmd_warmstart(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from seal_trl.train import positive_int as _positive  # no torch: seal_trl.train imports it lazily
+
     parser = argparse.ArgumentParser(prog="seal", description="SEAL-Gym: tool-use environments that co-evolve "
                                      "with the agent. See docs/cli.md.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")

@@ -331,7 +331,12 @@ def load_model_and_tokenizer(
 
     name_or_path = resolve_model(name_or_path)  # "default": the shipped warm start
 
-    tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+    except OSError as e:  # a missing folder, an unknown hub id or no network: the user's input, not a bug
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise FileNotFoundError(f"cannot load model {name_or_path!r} ({first}); pass a local model folder, a "
+                                "Hugging Face id reachable from here, 'default' or 'tiny'") from None
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"

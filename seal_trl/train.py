@@ -25,18 +25,19 @@ RECIPE = {
 }
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def _at_least(minimum: int):
+    """An argparse type: an integer >= ``minimum``, with argparse's error message otherwise."""
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    parse.__name__ = "int"  # argparse names the type in "invalid int value" errors
+    return parse
 
 
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
+positive_int, non_negative_int = _at_least(1), _at_least(0)
 
 
 def _positive_float(text: str) -> float:
@@ -63,29 +64,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=r["model"],
                    help="'default' (the shipped warm start), 'tiny' (random weights, offline) or a HF model id/path")
     p.add_argument("--env", default=r["env"], help="environment id (default %(default)s: the default agent's domain)")
-    p.add_argument("--steps", type=_positive, default=r["steps"], help="GRPO updates (default %(default)s)")
-    p.add_argument("--tasks-per-step", type=_positive, default=r["tasks_per_step"],
+    p.add_argument("--steps", type=positive_int, default=r["steps"], help="GRPO updates (default %(default)s)")
+    p.add_argument("--tasks-per-step", type=positive_int, default=r["tasks_per_step"],
                    help="tasks per update; each is played --num-generations times (default %(default)s)")
-    p.add_argument("--num-generations", type=_positive, default=r["num_generations"],
+    p.add_argument("--num-generations", type=positive_int, default=r["num_generations"],
                    help="episodes per task: the GRPO group (default %(default)s)")
     p.add_argument("--lr", type=_positive_float, default=r["lr"], help="learning rate (default %(default)s)")
     p.add_argument("--temperature", type=_positive_float, default=r["temperature"], help="sampling temperature")
     p.add_argument("--beta", type=float, default=r["beta"], help="KL coefficient (default %(default)s: no KL)")
     p.add_argument("--loss-type", default=r["loss_type"], choices=["grpo", "dapo", "dr_grpo", "bnpo"],
                    help="TRL's loss normalisation (default %(default)s)")
-    p.add_argument("--num-iterations", type=_positive, default=r["num_iterations"],
+    p.add_argument("--num-iterations", type=positive_int, default=r["num_iterations"],
                    help="optimisation passes over each batch of rollouts (default %(default)s)")
     p.add_argument("--difficulties", type=_difficulties, default=_difficulties(r["difficulties"]),
                    help="difficulties of the RL tasks, e.g. 1,2 (default %(default)s)")
     p.add_argument("--reward-mode", default=r["reward_mode"], choices=["binary", "progress"],
                    help="binary: 1 when every check passed; progress: the fraction of user turns passed")
-    p.add_argument("--skip-uniform-tasks", type=_non_negative, default=r["skip_uniform_tasks"],
+    p.add_argument("--skip-uniform-tasks", type=non_negative_int, default=r["skip_uniform_tasks"],
                    help="online filtering: steps a task with equal rewards in its last group is skipped (0: off)")
-    p.add_argument("--resample-uniform-groups", type=_non_negative, default=r["resample_uniform_groups"],
+    p.add_argument("--resample-uniform-groups", type=non_negative_int, default=r["resample_uniform_groups"],
                    help="dynamic sampling: rounds replaying groups with equal rewards on other tasks (0: off)")
-    p.add_argument("--max-turns", type=_positive, default=r["max_turns"], help="assistant turns per episode")
-    p.add_argument("--max-new-tokens", type=_positive, default=r["max_new_tokens"], help="new tokens per turn")
-    p.add_argument("--eval-tasks", type=_non_negative, default=r["eval_tasks"],
+    p.add_argument("--max-turns", type=positive_int, default=r["max_turns"], help="assistant turns per episode")
+    p.add_argument("--max-new-tokens", type=positive_int, default=r["max_new_tokens"], help="new tokens per turn")
+    p.add_argument("--eval-tasks", type=non_negative_int, default=r["eval_tasks"],
                    help="held-out test tasks evaluated greedily before and after training (0: none)")
     p.add_argument("--weighting", default=r["weighting"], choices=["none", "trajectory", "turn"],
                    help="SEAL's advantage reweighting from turn labels (default %(default)s: stock GRPO)")
@@ -95,7 +96,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="training surface preset (observation_lite: the paper's static hints); evaluation stays canonical")
     p.add_argument("--curriculum", action="store_true", help="sample tasks by the evolver's curriculum")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=_positive, default=None, help="torch CPU threads (default: torch's)")
+    p.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--gpu", action="store_true", help="train on the GPU with bf16")
 
 

@@ -53,3 +53,15 @@ def test_seal_train_defaults_start_from_the_shipped_agent(tmp_path):
     assert "held-out test success" in done.stdout
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1]
+
+
+def test_a_missing_model_is_one_error_line_not_a_traceback(tmp_path):
+    import os
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    for cmd in (["train", "--model", str(tmp_path / "no-model"), "--out", str(tmp_path / "r")],
+                ["eval", "seal/ToolUse-Bank-v0", "--agent", f"hf:{tmp_path / 'no-model'}", "--limit", "1"]):
+        done = subprocess.run([sys.executable, "-m", "seal_trl.cli", *cmd], capture_output=True, text=True,
+                              timeout=300, env=env)
+        assert done.returncode == 2, done.stderr[-2000:]
+        assert "seal: error: cannot load model" in done.stderr and "Traceback" not in done.stderr
