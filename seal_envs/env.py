@@ -7,9 +7,11 @@ at the end an executable verifier compares the final state of each user turn wit
 reference plan produces, and a diagnoser labels every assistant step.
 
 ## Action Space
-``UnicodeText``: the assistant's text (or an OpenAI-style assistant message dict). Tool calls are
-``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks, a JSON object or a JSON list.
-Text without a call ends the agent's turn: an answer, or a question to the user.
+``UnicodeText``: the assistant's text. Tool calls are ``<tool_call>{"name": ..., "arguments":
+{...}}</tool_call>`` blocks, a JSON object or a JSON list. Text without a call ends the agent's
+turn: an answer, or a question to the user. ``step`` also takes a call dict ``{"name": ...,
+"arguments": {...}}``, a list of them, or an OpenAI-style assistant message dict; any other dict
+or type is a ``format_error`` turn that names these shapes (:mod:`seal_envs.core.calls`).
 
 ## Observation Space
 ``UnicodeText``: the new messages since the last action, rendered (``[role] content`` lines).

@@ -404,3 +404,23 @@ def test_no_surface_names_a_hidden_tool():
             assert f"'{hidden}'" not in shown or name == hidden, shown
             if env.done:
                 return
+
+
+def test_bare_call_dict_action_runs_the_call():
+    """A bare call dict is executed; it used to end the episode as an empty 'ok' answer (issue 20)."""
+    for action in ({"name": "list_accounts", "arguments": {}}, [{"name": "list_accounts", "arguments": {}}]):
+        env = gym.make("seal/ToolUse-Bank-v0")
+        env.reset(seed=0)
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert not terminated and info["tool_calls"] == [{"name": "list_accounts", "arguments": {}}]
+        assert obs.startswith("[tool:list_accounts]")
+        assert info["turn_label"]["label"] == "schema_violation"  # customer_id is required: the call ran
+
+
+@pytest.mark.parametrize("action", [{"foo": 1}, {"role": "user", "content": "hi"}, ("list_accounts",), None, 3])
+def test_unknown_action_shape_is_a_labelled_format_error(action):
+    env = gym.make("seal/ToolUse-Bank-v0")
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert not terminated and info["turn_label"]["label"] == "format_error"
+    assert "format_error" in obs and "assistant" in obs

@@ -1,14 +1,23 @@
 """Turn an assistant action into tool calls, a plain answer, or a precise format error.
 
 Model text is only ever parsed as data (JSON, or the restricted Python call syntax via ``ast``
-literals); nothing is evaluated. Supported shapes:
+literals); nothing is evaluated. The action shapes ``env.step`` accepts (:data:`ACTION_SHAPES`):
 
-- a JSON object ``{"name": ..., "arguments": {...}}`` (``"parameters"`` is accepted too),
-- a JSON list of such objects (parallel calls),
-- Hermes/Qwen ``<tool_call>{...}</tool_call>`` blocks, several allowed, text around them kept,
-- an OpenAI-style assistant message dict with ``tool_calls`` (arguments as a dict or JSON text).
+- text (``str``): Hermes/Qwen ``<tool_call>{...}</tool_call>`` blocks (several allowed, text around
+  them kept), or a JSON object ``{"name": ..., "arguments": {...}}`` (``"parameters"`` is accepted
+  too), or a JSON list of such objects (parallel calls); any other text is an answer to the user;
+- a call dict ``{"name": ..., "arguments": {...}}`` (arguments as a dict or JSON text), or an
+  OpenAI ``tool_calls`` entry ``{"id": ..., "type": "function", "function": {...}}``: one call;
+- a list of call dicts: parallel calls;
+- an OpenAI-style assistant message dict (``role``, ``content``, ``tool_calls``; ``role``, if
+  given, is ``"assistant"``): its calls, or its content as text.
 
-Anything that looks like an attempted call but does not parse is a :class:`FormatError`.
+A dict is told apart by its keys: ``role``, ``content`` or ``tool_calls`` make it a message,
+otherwise ``name`` or ``function`` make it a call. A dict with neither, a message with a key
+no assistant message has, and any other type (tuple, number, ``None``, bytes...) is a
+:class:`FormatError` that names these shapes: a bare call dict used to be read as an empty
+message, which ended the turn silently; nothing is read as an empty reply by accident.
+Anything that looks like an attempted call but does not parse is a :class:`FormatError` too.
 
 Limits, so that one action costs bounded time and memory whatever the model writes (each is a
 :class:`FormatError` naming the limit): at most ``MAX_ACTION_CHARS`` characters (the declared
@@ -43,6 +52,13 @@ class FormatError(ValueError):
 
 # A message dict wraps arguments in tool_calls[i].function.arguments: four levels more.
 _ENVELOPE = 4
+
+#: What ``env.step`` accepts, as every refusal of an action's type or keys spells it.
+ACTION_SHAPES = ("an action is text, a call dict {\"name\": ..., \"arguments\": {...}}, a list of call dicts, "
+                 "or an assistant message dict {\"role\": \"assistant\", \"content\": ..., \"tool_calls\": [...]}")
+# The keys an assistant message from a chat-completions server may carry (null or not).
+MESSAGE_KEYS = frozenset({"role", "content", "tool_calls", "refusal", "reasoning_content", "reasoning", "name",
+                          "annotations", "audio", "function_call"})
 
 
 def json_data(value: Any, where: str = "action", budget: int = MAX_ACTION_CHARS, max_depth: int = MAX_DEPTH) -> Any:
@@ -158,7 +174,24 @@ def _parse_json_calls(text: str, where: str) -> tuple[ToolCall, ...]:
     return (_call_from_obj(obj, where),)
 
 
+def _dict_kind(obj: Mapping[str, Any]) -> str:
+    """``"message"`` or ``"call"`` by the keys, or a :class:`FormatError` naming both shapes."""
+    if {"role", "content", "tool_calls"} & set(obj):
+        return "message"
+    if {"name", "function"} & set(obj):
+        return "call"
+    raise FormatError(f"a dict with keys {sorted(obj)[:8]} is neither a call nor a message: {ACTION_SHAPES}")
+
+
 def _parse_message_dict(msg: Mapping[str, Any]) -> ParsedAction:
+    extra = set(msg) - MESSAGE_KEYS
+    if extra:
+        raise FormatError(f"unexpected key(s) {sorted(extra)[:8]} in an assistant message "
+                          "(it has 'role', 'content' and 'tool_calls')")
+    if msg.get("role", "assistant") != "assistant":
+        raise FormatError(f"a message action has role 'assistant', got {msg['role']!r}")
+    if msg.get("function_call"):
+        raise FormatError("the legacy 'function_call' field is not read: send the call in 'tool_calls'")
     content = msg.get("content") or ""
     if not isinstance(content, str):
         raise FormatError("message 'content' must be a string")
@@ -183,22 +216,31 @@ def check_calls(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
 
 
 def action_text(action: Any) -> str:
-    """The action as the transcript records it: the text itself, or the JSON of a dict action.
+    """The action as the transcript records it: the text itself, or the JSON of a dict or list action.
 
     Raises :class:`FormatError` for anything that is neither, or that breaks a limit."""
     if isinstance(action, str):
         if len(action) > MAX_ACTION_CHARS:
             raise FormatError(f"the action has {len(action)} characters; the limit is {MAX_ACTION_CHARS}")
         return action
-    if isinstance(action, Mapping):
-        return json.dumps(json_data(action, "message", max_depth=MAX_DEPTH + _ENVELOPE), ensure_ascii=False)
-    raise FormatError(f"an action is text or an assistant message dict, got {type(action).__name__}")
+    if isinstance(action, (Mapping, list)):
+        return json.dumps(json_data(action, "action", max_depth=MAX_DEPTH + _ENVELOPE), ensure_ascii=False)
+    raise FormatError(f"{ACTION_SHAPES}; got {type(action).__name__}")
 
 
 def parse_action(action: Any) -> ParsedAction:
-    """Parse one assistant action; raise :class:`FormatError` with a message the agent can act on."""
+    """Parse one assistant action (any of :data:`ACTION_SHAPES`); raise :class:`FormatError` with a
+    message the agent can act on."""
+    if isinstance(action, list):  # parallel call dicts, as most tool-calling code builds them
+        data = json_data(action, "action", max_depth=MAX_DEPTH + _ENVELOPE)
+        if not data:
+            raise FormatError(f"empty list of calls; {ACTION_SHAPES}")
+        return ParsedAction(check_calls(tuple(_call_from_obj(o, f"action item {i}") for i, o in enumerate(data))), "")
     if isinstance(action, Mapping):
-        parsed = _parse_message_dict(json_data(action, "message", max_depth=MAX_DEPTH + _ENVELOPE))
+        data = json_data(action, "message", max_depth=MAX_DEPTH + _ENVELOPE)
+        if _dict_kind(data) == "call":
+            return ParsedAction(check_calls((_call_from_obj(data, "call"),)), "")
+        parsed = _parse_message_dict(data)
         return ParsedAction(check_calls(parsed.calls), parsed.text)
     return _parse_text(action_text(action))
 

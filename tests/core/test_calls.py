@@ -104,3 +104,37 @@ def test_values_at_the_limits_parse():
     p = parse_action({"tool_calls": [{"name": "a", "arguments": edge}]})
     assert p.calls[0].arguments["x"] == 2**256 - 1  # NaN parses: validation refuses it (schema_violation)
     assert len(parse_action(json.dumps([{"name": "a", "arguments": {}}] * 64)).calls) == 64
+
+
+def test_bare_call_dict_and_list_of_them_are_calls():
+    """The dict most tool-calling code builds is a call, never an empty message (issue 20)."""
+    call = {"name": "a", "arguments": {"x": 1}}
+    assert parse_action(call) == parse_action(json.dumps(call))
+    assert parse_action(call).calls == (ToolCall("a", {"x": 1}),)
+    assert parse_action({"name": "a", "arguments": '{"x": 1}'}).calls == (ToolCall("a", {"x": 1}),)
+    assert parse_action([call, {"name": "b", "parameters": {}}]).calls == (ToolCall("a", {"x": 1}), ToolCall("b", {}))
+    entry = {"id": "c1", "type": "function", "function": {"name": "a", "arguments": "{}"}}
+    assert parse_action(entry).calls == (ToolCall("a", {}),)
+    assert parse_action([entry]).calls == (ToolCall("a", {}),)
+
+
+@pytest.mark.parametrize("bad, fragment", [
+    ({"foo": 1}, "neither a call nor a message"),
+    ({}, "neither a call nor a message"),
+    ({"arguments": {}}, "neither a call nor a message"),
+    ({"role": "user", "content": "hi"}, "role 'assistant'"),
+    ({"role": "assistant", "content": "x", "tool_call": []}, "unexpected key"),
+    ({"role": "assistant", "function_call": {"name": "a", "arguments": "{}"}}, "tool_calls"),
+    ({"name": "a", "arguments": {}, "extra": 1}, "unexpected key"),
+    ([], "empty list of calls"),
+    ([{"name": "a", "arguments": {}}, 2], "expected an object"),
+    (("a",), "got tuple"),
+    (None, "got NoneType"),
+    (42, "got int"),
+    (b"hi", "got bytes"),
+])
+def test_other_dicts_and_types_name_the_accepted_shapes(bad, fragment):
+    with pytest.raises(FormatError, match=fragment) as e:
+        parse_action(bad)
+    if fragment.startswith(("neither", "got")):
+        assert "a call dict" in str(e.value) and "assistant message dict" in str(e.value)
