@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from seal_envs.core.backend import Backend
-from seal_envs.core.generator import SPLITS
+from seal_envs.core.generator import DIFFICULTIES, SPLITS
 from seal_envs.core.types import Task, Verdict
 from seal_envs.core.verifier import EpisodeRecord, verify
 from seal_envs.domains import GENERATORS, OOD_DOMAINS, TRAIN_DOMAINS
@@ -87,12 +87,30 @@ def generate(domain: str, seed: int, difficulty: int, split: str) -> Task:
 
 
 def task_from_id(task_id: str) -> Task:
-    """Regenerate a task from its id ``domain/split/dN/seed``."""
+    """Regenerate a task from its id ``domain/split/dN/seed``, spelled exactly as ``Task.task_id``
+    spells it: a short or padded form (``bank/train/3/2``, ``d03``) is refused with the exact id
+    to use, so that every id a user types round-trips and names one task only."""
+    form = "ids are domain/split/dN/seed, e.g. bank/test/d2/100145"
+    parts = task_id.split("/") if isinstance(task_id, str) else []
     try:
-        domain, split, diff, seed = task_id.split("/")
-        return generate(domain, int(seed), int(diff.lstrip("d")), split)
-    except (ValueError, KeyError) as e:
-        raise ValueError(f"not a task id of the form domain/split/dN/seed with a known domain: {task_id!r}") from e
+        domain, split, diff, seed = parts
+        diff, seed = int(diff.strip().removeprefix("d")), int(seed)
+    except ValueError:
+        raise ValueError(f"not a task id: {task_id!r} ({form})") from None
+    domain, split = domain.strip(), split.strip()
+    if domain not in GENERATORS:
+        raise ValueError(f"unknown domain {domain!r} in task id {task_id!r}; domains: {', '.join(sorted(GENERATORS))}")
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r} in task id {task_id!r}; splits: {', '.join(SPLITS)}")
+    if diff not in DIFFICULTIES:
+        raise ValueError(f"difficulty d{diff} in task id {task_id!r} is not one of "
+                         f"{', '.join(f'd{d}' for d in DIFFICULTIES)}")
+    canonical = f"{domain}/{split}/d{diff}/{seed}"
+    if canonical != task_id:
+        raise ValueError(f"not a task id: {task_id!r} ({form}); did you mean {canonical}?")
+    task = generate(domain, seed, diff, split)
+    assert task.task_id == task_id, (task.task_id, task_id)  # only canonical spellings get here
+    return task
 
 
 def default_task_set(split: str, domains: tuple[str, ...] | None = None) -> TaskSet:

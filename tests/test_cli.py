@@ -72,6 +72,14 @@ def test_show_unknown_id_is_an_error():
     assert out.returncode == 2 and "seal: error" in out.stderr and "Traceback" not in out.stderr
 
 
+def test_show_short_id_is_refused_with_the_exact_id():
+    """`seal show bank/train/3/2` used to print the task bank/train/d3/2: ids round-trip exactly."""
+    out = seal("show", "bank/train/3/2")
+    assert out.returncode == 2 and out.stdout == "" and "Traceback" not in out.stderr
+    assert out.stderr.startswith("seal: error:") and "did you mean bank/train/d3/2?" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
 # -- play ------------------------------------------------------------------------------------
 def _oracle_script(task):
     agent = OracleAgent()
