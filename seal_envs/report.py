@@ -172,7 +172,9 @@ def metrics_from_log_history(log_history: Iterable[Mapping[str, Any]]) -> list[d
             continue
         record: dict[str, Any] = {"step": entry["step"]}
         for key, value in entry.items():
-            if key in TRL_KEYS:
+            if key == "seal/surface_version":  # TRL averages every logged value: 0.0 is version 0
+                record["surface_version"] = int(round(float(value)))
+            elif key in TRL_KEYS:
                 record[TRL_KEYS[key]] = value
             elif key.startswith(TRL_LABEL_PREFIX):
                 record[LABEL_PREFIX + key[len(TRL_LABEL_PREFIX):]] = value
@@ -399,6 +401,14 @@ def plot_surface_timeline(history: Sequence[Mapping[str, Any]], path: str | Path
 
 
 # -- the report ----------------------------------------------------------------------------
+def _version_text(value: Any) -> str:
+    """A surface version as the integer it is (a metrics file may hold TRL's float mean)."""
+    try:
+        return str(int(round(float(value))))
+    except (TypeError, ValueError):
+        return "n/a"
+
+
 def summary_markdown(run: Mapping[str, Any], plots: Mapping[str, str | None] | None = None) -> str:
     metrics, history = run["metrics"], run["surface_history"]
     name = Path(run["dir"]).name or run["dir"]
@@ -407,7 +417,7 @@ def summary_markdown(run: Mapping[str, Any], plots: Mapping[str, str | None] | N
         return "\n".join(lines + ["No steps were logged.", ""])
     steps = [m["step"] for m in metrics]
     lines += [f"{len(metrics)} logged steps ({steps[0]} to {steps[-1]}); "
-              f"surface version {metrics[-1].get('surface_version', 'n/a')} at the end; "
+              f"surface version {_version_text(metrics[-1].get('surface_version'))} at the end; "
               f"{len(history)} surface patches.", ""]
     s = success_series(metrics)
     if s["step"]:

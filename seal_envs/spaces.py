@@ -47,6 +47,10 @@ class UnicodeText(Text):
         super().__init__(max_length=max_length, min_length=min_length, charset="a", seed=seed)
         self._char_set, self._char_list, self._char_index, self._char_str = UnicodeText._tables
 
+    def __repr__(self) -> str:
+        """One line: ``Text``'s own repr lists the whole charset (55,000 characters)."""
+        return f"UnicodeText(max_length={self.max_length}, min_length={self.min_length}, charset=printable BMP)"
+
 
 @_shm.create_shared_memory.register(UnicodeText)
 def _create(space: UnicodeText, n: int = 1, ctx=None):

@@ -424,3 +424,15 @@ def test_unknown_action_shape_is_a_labelled_format_error(action):
     obs, reward, terminated, truncated, info = env.step(action)
     assert not terminated and info["turn_label"]["label"] == "format_error"
     assert "format_error" in obs and "assistant" in obs
+
+
+@pytest.mark.parametrize("env_id", seal_envs.registered_ids())
+def test_printing_the_env_and_its_spaces_fits_on_a_screen(env_id):
+    """repr(env.observation_space) was 55,000 characters (the whole charset of a Text space)."""
+    env = gym.make(env_id, disable_env_checker=True)
+    for text in (repr(env.observation_space), repr(env.action_space), str(env), str(env.unwrapped)):
+        assert len(text) < 200 and "\n" not in text, text[:300]
+    assert "max_length=65536" in repr(env.observation_space)
+    vec = gym.make_vec("seal/ToolUse-Bank-v0", num_envs=2, vectorization_mode="sync")
+    assert len(repr(vec.observation_space)) < 400
+    vec.close()

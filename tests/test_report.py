@@ -199,3 +199,18 @@ def test_trainer_output_folder_reads_as_a_run(tmp_path):
     assert out["series"]["surface"]["x_key"] == "update"
     assert out["series"]["surface"]["scopes"]["affordance/transfer"]["level"][-1] == 1
     assert "| affordance | transfer | 1 |" in out["markdown"]
+
+
+def test_markdown_prints_surface_versions_as_integers(tmp_path):
+    """TRL logs the mean of seal/surface_version (0.0, 2.0): the summary said 'surface version 0.0' (issue 20)."""
+    from seal_envs.report import metrics_from_log_history, summary_markdown
+
+    log = [{"step": s, "seal/success_rate": 0.5, "reward": 0.5, "seal/surface_version": v}
+           for s, v in ((1, 0.0), (2, 1.9999999))]
+    metrics = metrics_from_log_history(log)
+    assert [m["surface_version"] for m in metrics] == [0, 2] and all(type(m["surface_version"]) is int for m in metrics)
+    text = summary_markdown({"dir": str(tmp_path), "metrics": metrics, "surface_history": []})
+    assert "surface version 2 at the end" in text
+    float_file = [{"step": 1, "success_rate": 0.5, "reward": 0.5, "surface_version": 0.0}]  # an old metrics.jsonl
+    assert "surface version 0 at the end" in summary_markdown({"dir": "r", "metrics": float_file, "surface_history": []})
+    assert "surface version n/a" in summary_markdown({"dir": "r", "metrics": [{"step": 1}], "surface_history": []})
