@@ -188,7 +188,10 @@ def _tools_text(tools: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
-def verdict_text(reward: float, info: dict) -> str:
+def verdict_text(reward: float, info: dict, live_labels: Sequence[str] | None = None) -> str:
+    """The verdict and the final label of every action. ``live_labels`` (what ``seal play``
+    printed after each action) go in a column beside the final ones, with a note on every
+    difference: the live label sees one action, the final diagnosis the whole episode."""
     from seal_envs.core.diagnosis import official_tag
     from seal_envs.core.types import TurnLabel
 
@@ -197,12 +200,24 @@ def verdict_text(reward: float, info: dict) -> str:
              f"turns passed: {v['turns_passed']}", "checks:"]
     lines += [f"  [{'x' if c['passed'] else ' '}] {c['name']}" + (f": {c['detail']}" if c.get("detail") else "")
               for c in v["checks"]]
-    rows = []
+    rows, changed = [], []
     for i, d in enumerate(info["turn_labels"]):
         lb = TurnLabel.from_dict(d)
-        rows.append([i, lb.turn, lb.label, official_tag(lb), lb.tool or "", lb.detail[:70]])
-    lines += ["turn labels (one per action):",
-              _table(["action", "user turn", "label", "official tag", "tool", "detail"], rows)]
+        row = [i, lb.turn, lb.label, official_tag(lb), lb.tool or "", lb.detail[:70]]
+        if live_labels is not None:
+            live = live_labels[i] if i < len(live_labels) else "?"
+            row.insert(3, live if live == lb.label else f"{live} *")
+            if live != lb.label:
+                changed.append(i)
+        rows.append(row)
+    headers = ["action", "user turn", "label", "official tag", "tool", "detail"]
+    if live_labels is not None:
+        headers.insert(3, "label while playing")
+    lines += ["turn labels (one per action):", _table(headers, rows)]
+    if changed:
+        lines.append(f"* {len(changed)} label(s) changed at the end: the label printed after an action sees only that "
+                     "action and the ones before it; the final diagnosis aligns each user turn with its reference plan "
+                     "and the verifier's checks, so it can name a fault that shows only then (docs/diagnosis.md).")
     return "\n".join(lines)
 
 
@@ -229,6 +244,7 @@ def cmd_play(args: argparse.Namespace) -> int:
     print(f"== {info['task_id']} ({info['domain']}, difficulty {info['difficulty']}); "
           f"type :help for how to act ==")
     print(obs)
+    live_labels: list[str] = []
     while True:
         action = _read_action(sys.stdin, interactive)
         if action is None:
@@ -246,12 +262,13 @@ def cmd_play(args: argparse.Namespace) -> int:
             continue
         obs, reward, terminated, truncated, info = env.step(action)
         label = info["turn_label"]["label"] if info.get("turn_label") else "?"
+        live_labels.append(label)
         if obs:
             print(obs)
-        print(f"(step {len(env.unwrapped.steps)}, user turn {info['turn_index']}, label: {label})")
+        print(f"(step {len(env.unwrapped.steps)}, user turn {info['turn_index']}, label so far: {label})")
         if terminated or truncated:
             print(f"== episode {'ended' if terminated else 'cut at the step budget'} ==")
-            print(verdict_text(reward, info))
+            print(verdict_text(reward, info, live_labels))
             return 0
 
 

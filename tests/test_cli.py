@@ -94,8 +94,26 @@ def test_play_with_piped_oracle_actions_passes():
     assert task.turns[0].message in out.stdout
     assert "verify_identity(" in out.stdout                     # :tools listed the tools
     assert "verdict: PASS" in out.stdout and "reward: 1" in out.stdout
-    table = out.stdout.split("turn labels")[1]
-    assert table.count(" ok ") == len(_oracle_script(task)) and "premature_end" not in table
+    rows = out.stdout.split("turn labels")[1].strip().splitlines()[3:]
+    assert len(rows) == len(_oracle_script(task)) and all(r.split()[2:4] == ["ok", "ok"] for r in rows)
+    assert "premature_end" not in out.stdout and "changed at the end" not in out.stdout
+
+
+def test_play_live_and_final_labels_agree_or_the_difference_is_explained():
+    """`seal play` printed constraint_violation while playing and wrong_order in its final table,
+    with no word on why (issue 20): the table shows both, marks the change and says why."""
+    transfer = '{"name": "transfer", "arguments": {"from_account": "ACC-1002", "to_account": "ACC-1003", "amount": 1640}}'
+    verify = '{"name": "verify_identity", "arguments": {"customer_id": "C-5941", "pin": "9086"}}'
+    out = seal("play", "seal/ToolUse-Bank-v0", "--split", "train", "--task-id", "bank/train/d2/5",
+               stdin="\n".join([transfer, verify, transfer, "Done, balance 1164."]) + "\n")
+    assert out.returncode == 0, out.stderr
+    live = [line.split("label so far: ")[1].rstrip(")") for line in out.stdout.splitlines() if "label so far: " in line]
+    assert live == ["constraint_violation", "ok", "ok", "ok"]
+    table = out.stdout.split("turn labels (one per action):")[1].strip().splitlines()
+    assert "label while playing" in table[0]
+    first = table[2].split()
+    assert first[2:5] == ["wrong_order", "constraint_violation", "*"]
+    assert "1 label(s) changed at the end" in out.stdout and "reference plan" in out.stdout
 
 
 def test_play_wrong_answer_fails_with_labels():
@@ -111,7 +129,7 @@ def test_play_multiline_action_and_early_eof():
     half = len(text) // 2
     out = seal("play", "seal/ToolUse-v0", "--task-id", task.task_id, stdin=f"{text[:half]}\\\n{text[half:]}\n")
     assert out.returncode == 1                                   # input ended before the episode did
-    assert "label: ok" in out.stdout and "input ended" in out.stdout
+    assert "label so far: ok" in out.stdout and "input ended" in out.stdout
 
 
 # -- eval ------------------------------------------------------------------------------------
