@@ -3,12 +3,14 @@
 Tools are ordinary typed methods marked with :func:`tool`; their signature and docstring
 generate the JSON Schema (tau-bench style), so a domain states each tool once. Dispatch goes
 by name through a whitelist built from those methods: model text never reaches ``getattr`` on
-anything else, and nothing is evaluated. A call that fails leaves the state exactly as it was.
+anything else, and nothing is evaluated. A call that fails leaves the state exactly as it was:
+a snapshot of the state (``marshal`` bytes, see :mod:`.datacopy`) is taken before every call and
+restored when the call fails; results and compared states are deep copies, so nothing the
+agent or the verifier holds aliases the live state.
 """
 
 from __future__ import annotations
 
-import copy
 import difflib
 import inspect
 import re
@@ -16,6 +18,7 @@ import types
 import typing
 from typing import Any, Callable, ClassVar, Iterable, Literal, Mapping
 
+from .datacopy import Snapshot, deep_copy
 from .types import CallEvent, ToolCall, ToolSpec
 from .validation import validate_arguments
 
@@ -133,7 +136,7 @@ class Backend:
                 raise ValueError(f"{cls.__name__}.{spec.name} names unknown policies {sorted(unknown)}")
 
     def __init__(self, state: Mapping[str, Any]):
-        self.state: dict[str, Any] = copy.deepcopy(dict(state))
+        self.state: dict[str, Any] = deep_copy(dict(state))
 
     @classmethod
     def tool_specs(cls) -> dict[str, ToolSpec]:
@@ -141,7 +144,7 @@ class Backend:
 
     def comparable_state(self) -> dict[str, Any]:
         """A copy of the state the verifier compares: everything but session bookkeeping."""
-        return copy.deepcopy({k: v for k, v in self.state.items() if not k.startswith("_")})
+        return deep_copy({k: v for k, v in self.state.items() if not k.startswith("_")})
 
     def record(self, collection: str, key: str, param: str, noun: str, hint: str | None = None) -> dict:
         """``state[collection][key]``, or the error an agent can act on: '<noun> <key> not found'."""
@@ -168,16 +171,16 @@ class Backend:
         error = validate_arguments(call.name, spec.parameters, call.arguments)
         if error is not None:
             return CallEvent("schema_violation", call.name, error.param, error.message, hint=error.problem)
-        before = copy.deepcopy(self.state)
+        before = Snapshot(self.state)
         try:
             result = getattr(self, call.name)(**dict(call.arguments))
         except ToolError as e:
-            self.state = before
+            self.state = before.restore()
             return CallEvent("tool_error", call.name, e.param, str(e), hint=e.hint)
         except PolicyViolation as e:
-            self.state = before
+            self.state = before.restore()
             return CallEvent("policy_violation", call.name, message=str(e), rule=e.rule)
         except Exception as e:  # a fault of the service itself: never the agent's blame
-            self.state = before
+            self.state = before.restore()
             return CallEvent("env_error", call.name, message=f"internal error in {call.name}: {type(e).__name__}")
-        return CallEvent("ok", call.name, result=copy.deepcopy(result))
+        return CallEvent("ok", call.name, result=deep_copy(result))

