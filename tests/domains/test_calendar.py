@@ -255,3 +255,37 @@ def test_oracle_solves_a_sample():
         reward, info, _ = run_episode(env, OracleAgent(), options={"index": index})
         assert reward == 1.0, info["task_id"]
         assert {lb["label"] for lb in info["turn_labels"]} == {"ok"}
+
+
+def test_free_starts_are_the_hours_without_conflict_or_taken_room():
+    """``free_starts`` gathers the blocking events once (issue 16); it must give exactly the
+    hours that asking ``conflicts`` and ``room_taken`` hour by hour gives."""
+    import random
+
+    from seal_envs.domains.calendar.backend import conflicts, overlaps, room_taken
+
+    def sorted_conflicts(state, people, day, start, duration, skip=""):  # the definition, every event sorted
+        return [(p, eid) for eid, ev in sorted(state["events"].items())
+                if eid != skip and overlaps(ev, day, start, duration)
+                for p in sorted(people) if p in ev["attendees"]]
+
+    rng = random.Random(0)
+    checked = 0
+    for seed in range(12):
+        s = GENERATOR.initial_state(rng_for("calendar", "train", seed, "free"))
+        events = sorted(s["events"])
+        for ev in rng.sample(events, 4):  # some events cancelled, so status matters
+            s["events"][ev]["status"] = "cancelled"
+        for _ in range(40):
+            people = rng.sample(sorted(s["contacts"]), rng.choice([1, 2, 3]))
+            day, duration = rng.randint(0, 6), rng.choice([1, 2, 3, 9, 10])
+            room = rng.choice(sorted(s["rooms"]) + ["", "nowhere"])
+            skip = rng.choice(events + [""])
+            expected = [h for h in range(OPEN, CLOSE - duration + 1)
+                        if not conflicts(s, people, day, h, duration, skip)
+                        and not room_taken(s, room, day, h, duration, skip)]
+            assert free_starts(s, people, day, duration, room, skip) == expected
+            for h in range(OPEN - 1, CLOSE + 1):
+                assert conflicts(s, people, day, h, duration, skip) == sorted_conflicts(s, people, day, h, duration, skip)
+            checked += 1
+    assert checked == 480

@@ -21,10 +21,14 @@ def overlaps(event: dict, day: int, start: int, duration: int) -> bool:
 
 
 def conflicts(state: dict, people, day: int, start: int, duration: int, skip: str = "") -> list[tuple[str, str]]:
-    """(person, event id) pairs that would be double-booked; ``skip`` is the event being moved."""
-    return [(p, eid) for eid, ev in sorted(state["events"].items())
-            if eid != skip and overlaps(ev, day, start, duration)
-            for p in sorted(people) if p in ev["attendees"]]
+    """(person, event id) pairs that would be double-booked; ``skip`` is the event being moved.
+    Ordered by event id, then person; only the overlapping events are sorted."""
+    events = state["events"]
+    hits = sorted(eid for eid, ev in events.items() if eid != skip and overlaps(ev, day, start, duration))
+    if not hits:
+        return []
+    ordered = sorted(people)
+    return [(p, eid) for eid in hits for p in ordered if p in events[eid]["attendees"]]
 
 
 def room_taken(state: dict, room: str, day: int, start: int, duration: int, skip: str = "") -> bool:
@@ -33,10 +37,17 @@ def room_taken(state: dict, room: str, day: int, start: int, duration: int, skip
 
 
 def free_starts(state: dict, people, day: int, duration: int, room: str = "", skip: str = "") -> list[int]:
-    """Every start hour on ``day`` where all ``people`` (and ``room``) are free for ``duration``."""
+    """Every start hour on ``day`` where all ``people`` (and ``room``) are free for ``duration``.
+
+    The same hours as asking :func:`conflicts` and :func:`room_taken` for each hour, but the
+    events that can block (scheduled that day, holding one of ``people`` or the room) are
+    gathered once: the generator asks this thousands of times per task."""
+    people = list(people)
+    busy = [(ev["start"], ev["start"] + ev["duration"]) for eid, ev in state["events"].items()
+            if eid != skip and ev["status"] == "scheduled" and ev["day"] == day
+            and ((bool(room) and ev["room"] == room) or any(p in ev["attendees"] for p in people))]
     return [h for h in range(OPEN, CLOSE - duration + 1)
-            if not conflicts(state, people, day, h, duration, skip)
-            and not room_taken(state, room, day, h, duration, skip)]
+            if not any(begin < h + duration and h < end for begin, end in busy)]
 
 
 def next_event_id(state: dict) -> str:
