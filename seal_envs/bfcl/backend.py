@@ -58,7 +58,9 @@ ARGUMENT_LIMITS: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
+@lru_cache(maxsize=None)
 def _limits_schema(tool: str) -> dict[str, Any] | None:
+    """One schema object per tool (read only), so the validator compiles it once."""
     limits = ARGUMENT_LIMITS.get(tool)
     if limits is None:
         return None

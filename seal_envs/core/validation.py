@@ -1,4 +1,12 @@
-"""Argument validation against a tool's JSON Schema, with messages that name the parameter."""
+"""Argument validation against a tool's JSON Schema, with messages that name the parameter.
+
+Every call is validated, so the cost matters (issue 16): a schema is compiled once per schema
+object (not re-spelt as canonical JSON every call), and a call goes first through a fast check
+compiled from the schema, which answers "valid" only for arguments the full validator accepts
+(a subset of JSON Schema: type, enum, properties, required, additionalProperties, items and the
+numeric and length bounds; anything else it leaves to the full validator). Invalid or unsure
+arguments take the full ``jsonschema`` path, which alone words the error.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +14,7 @@ import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from jsonschema import Draft202012Validator
 
@@ -25,6 +33,99 @@ class ArgumentError:
 @lru_cache(maxsize=512)
 def _validator(schema_json: str) -> Draft202012Validator:
     return Draft202012Validator(json.loads(schema_json))
+
+
+Check = Callable[[Any], bool]
+_ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comment"})
+# Exact Python types of JSON data (arguments are parsed JSON) that a JSON Schema type surely
+# accepts; a float for "integer" (1.0 is one to jsonschema) is left to the full validator.
+_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float),
+                                       "boolean": (bool,), "object": (dict,), "array": (list,),
+                                       "null": (type(None),)}
+
+
+_BOUNDS: dict[str, Callable[[Any, Any], bool]] = {
+    "minimum": lambda v, b: v >= b, "maximum": lambda v, b: v <= b,
+    "exclusiveMinimum": lambda v, b: v > b, "exclusiveMaximum": lambda v, b: v < b}
+
+
+def _never(value: Any) -> bool:
+    return False
+
+
+def _fast_check(schema: Any) -> Check:
+    """A function that returns True only when ``schema`` surely accepts the value; False means
+    "ask the full validator". Keywords outside the supported subset make it always say False."""
+    if schema is True or (isinstance(schema, Mapping) and not set(schema) - _ANNOTATIONS):
+        return lambda value: True
+    if not isinstance(schema, Mapping):
+        return _never
+    checks: list[Check] = []
+    for key, want in schema.items():
+        if key in _ANNOTATIONS:
+            continue
+        if key == "type":
+            names = [want] if isinstance(want, str) else want if isinstance(want, list) else None
+            if not names or any(n not in _TYPES for n in names):
+                return _never
+            allowed = tuple(t for n in names for t in _TYPES[n])
+            checks.append(lambda v, allowed=allowed: type(v) in allowed)
+        elif key == "enum":
+            if not isinstance(want, list) or not want or len({type(x) for x in want}) != 1 or type(want[0]) not in (str, int):
+                return _never
+            kind, values = type(want[0]), frozenset(want)
+            checks.append(lambda v, kind=kind, values=values: type(v) is kind and v in values)
+        elif key == "properties":
+            if not isinstance(want, Mapping):
+                return _never
+            props = {name: _fast_check(sub) for name, sub in want.items()}
+            checks.append(lambda v, props=props: type(v) is not dict or all(
+                props[k](x) for k, x in v.items() if k in props))
+        elif key == "required":
+            if not isinstance(want, list):
+                return _never
+            names = tuple(want)
+            checks.append(lambda v, names=names: type(v) is not dict or all(n in v for n in names))
+        elif key == "additionalProperties":
+            known = frozenset(schema.get("properties", {})) if isinstance(schema.get("properties", {}), Mapping) else None
+            if known is None or "patternProperties" in schema:
+                return _never
+            extra = _fast_check(want) if want is not False else None
+            checks.append(lambda v, known=known, extra=extra: type(v) is not dict or all(
+                k in known or (extra is not None and extra(x)) for k, x in v.items()))
+        elif key == "items":
+            if not isinstance(want, Mapping):
+                return _never
+            item = _fast_check(want)
+            checks.append(lambda v, item=item: type(v) is not list or all(item(x) for x in v))
+        elif key in _BOUNDS:
+            if type(want) not in (int, float):
+                return _never
+            checks.append(lambda v, bound=want, holds=_BOUNDS[key]: type(v) not in (int, float) or holds(v, bound))
+        elif key in ("minLength", "maxLength"):
+            if type(want) is not int:
+                return _never
+            checks.append(lambda v, n=want, least=key == "minLength": type(v) is not str or (
+                len(v) >= n if least else len(v) <= n))
+        else:
+            return _never
+    return lambda value: all(check(value) for check in checks)
+
+
+_COMPILED: dict[int, tuple[Mapping[str, Any], Check, Draft202012Validator]] = {}
+
+
+def _compiled(schema: Mapping[str, Any]) -> tuple[Mapping[str, Any], Check, Draft202012Validator]:
+    """The fast check and the full validator of a schema object, made once. Keyed by identity
+    (tool specs live as long as their class); the entry holds the schema, so its id cannot be
+    reused while the entry is there, and the table is emptied if it ever fills."""
+    entry = _COMPILED.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        if len(_COMPILED) >= 4096:
+            _COMPILED.clear()
+        entry = (schema, _fast_check(schema), _validator(canonical_json(dict(schema))))
+        _COMPILED[id(schema)] = entry
+    return entry
 
 
 def _short(value: Any) -> str:
@@ -88,8 +189,11 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[
         path, value = bad
         return ArgumentError(path[0] if path else None, "invalid_value",
                              f"parameter '{'.'.join(path)}' of {tool} must be a finite number, got {value}")
-    validator = _validator(canonical_json(dict(schema)))
-    errors = list(validator.iter_errors(dict(arguments)))
+    _, fast, validator = _compiled(schema)
+    arguments = dict(arguments)
+    if fast(arguments):
+        return None
+    errors = list(validator.iter_errors(arguments))
     if not errors:
         return None
     rank = {"required": 0, "additionalProperties": 1, "type": 2, "enum": 3}
