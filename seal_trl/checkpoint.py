@@ -79,18 +79,22 @@ def _parent(folder: str | None) -> dict[str, Any] | None:
 
 
 def evaluate_checkpoint(model: Any, tokenizer: Any, splits: dict[str, int], log: Callable[[str], None] = print,
-                        domains: tuple[str, ...] | None = ("bank",)) -> dict[str, Any]:
-    """Greedy success per split (first ``n`` tasks each) with the provenance's budgets."""
+                        domains: tuple[str, ...] | None = ("bank",), bar: Callable | None = None) -> dict[str, Any]:
+    """Greedy success per split (first ``n`` tasks each) with the provenance's budgets; ``bar(desc)``
+    makes a ``progress(done, total)`` callback per split (:mod:`seal_trl.progress`)."""
     from .policy_eval import evaluate_policy
 
-    return {split: evaluate_policy(model, tokenizer, split, n, domains=domains, log=log, **EVAL_SETTINGS)
+    return {split: evaluate_policy(model, tokenizer, split, n, domains=domains, log=log, **EVAL_SETTINGS,
+                                   progress=bar(f"eval {split}") if bar else None)
             for split, n in splits.items()}
 
 
 def make_default_checkpoint(out: str | Path, cfg: WarmStartConfig = DEFAULT_WARMSTART, *, eval_tasks: int = 200,
-                            command: str | None = None, log: Callable[[str], None] = print) -> dict[str, Any]:
+                            command: str | None = None, log: Callable[[str], None] = print,
+                            bar: Callable | None = None) -> dict[str, Any]:
     """Train the warm start into ``out`` (weights and tokenizer at the top level), evaluate it and
-    write ``provenance.json``. Returns the provenance."""
+    write ``provenance.json``. Returns the provenance. ``bar(desc, unit)`` (:mod:`seal_trl.progress`)
+    gives the training and each evaluation a progress bar."""
     import shutil
 
     import torch
@@ -100,13 +104,15 @@ def make_default_checkpoint(out: str | Path, cfg: WarmStartConfig = DEFAULT_WARM
     out = Path(out)
     work = out / "_work"
     start = time.perf_counter()
-    meta = train_warmstart(cfg, work, log=log)
+    meta = train_warmstart(cfg, work, log=log, on_step=bar("warm start", "step") if bar else None)
     model, tokenizer = load_warmstart(work)
     model.eval()
+    eval_bar = (lambda desc: bar(desc, "episode")) if bar else None
     with torch.no_grad():
         evals = evaluate_checkpoint(model, tokenizer, {"test": eval_tasks, "ood": eval_tasks}, log=log,
-                                    domains=cfg.domains)
-        check = evaluate_checkpoint(model, tokenizer, {"test": CHECK_TASKS}, log=log, domains=cfg.domains)["test"]
+                                    domains=cfg.domains, bar=eval_bar)
+        check = evaluate_checkpoint(model, tokenizer, {"test": CHECK_TASKS}, log=log, domains=cfg.domains,
+                                    bar=eval_bar)["test"]
     for f in (work / "model").iterdir():
         shutil.copy2(f, out / f.name)
     provenance = {

@@ -38,6 +38,46 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join([line(cells[0]), line(["-" * w for w in widths])] + [line(r) for r in cells[1:]])
 
 
+# -- checks that run before any slow work -------------------------------------------------
+def check_env(env_id: str, split: str | None = None) -> int:
+    """The number of tasks in ``split`` of ``env_id`` (its default split for ``None``), or a
+    :class:`CLIError` that says what to type instead: run before a model loads, so a typo in
+    the id or split costs a second, not a model load."""
+    import gymnasium as gym
+
+    import seal_envs  # noqa: F401  (registers the ids)
+
+    if env_id not in gym.registry:
+        raise CLIError(f"unknown environment id {env_id!r}; the ids are {', '.join(seal_envs.registered_ids())} "
+                       "(`seal envs` lists them with their splits)")
+    try:
+        env = gym.make(env_id, disable_env_checker=True, **({"split": split} if split else {}))
+        size = len(env.unwrapped.task_set)
+        env.close()
+    except (ImportError, ValueError, KeyError, NotImplementedError) as e:
+        raise CLIError(f"{env_id} cannot be used here{f' with split {split!r}' if split else ''}: {e} "
+                       "(`seal envs` shows which ids and splits are available)") from None
+    if size == 0:
+        raise CLIError(f"split {split!r} of {env_id} has no tasks (`seal envs` lists the split sizes)")
+    return size
+
+
+def check_out(out: str | Path) -> Path:
+    """Create the output folder ``out`` and prove it writable before the work whose results go
+    there: a bad ``--out`` is found in a second, not after the run."""
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise CLIError(f"--out {path} is a file, not a folder; choose a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".seal-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise CLIError(f"cannot write to --out {path} ({e.strerror or e}); choose a folder you can write to") from None
+    return path
+
+
 # -- seal envs -----------------------------------------------------------------------------
 def env_catalog() -> list[dict[str, Any]]:
     """Every registered ``seal/`` id with its default split, domains and split sizes."""
@@ -226,6 +266,9 @@ def cmd_play(args: argparse.Namespace) -> int:
 
     import seal_envs  # noqa: F401  (registers the ids)
 
+    size = check_env(args.env, args.split)
+    if args.index is not None and args.index >= size:
+        raise CLIError(f"--index {args.index} is past the end: the split has {size} tasks (0 to {size - 1})")
     kwargs: dict[str, Any] = {}
     if args.split:
         kwargs["split"] = args.split
@@ -278,6 +321,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from seal_envs.eval import evaluate
     from seal_trl.agents import make_agent
 
+    from seal_trl.progress import progress_bar
+
+    # everything that can be checked in a second is checked before the agent (a model) loads
+    if args.n is not None and args.n < args.k:
+        raise CLIError(f"--n {args.n} is smaller than --k {args.k}: pass^k needs at least k trials per task")
+    check_env(args.env, args.split)
+    if args.out:
+        check_out(args.out)
+    if args.agent.startswith("hf:") and (args.device or "").startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise CLIError(f"--device {args.device}: no CUDA device here; pass --device cpu or leave --device out")
     options = {"temperature": args.temperature, "top_p": args.top_p, "max_new_tokens": args.max_new_tokens,
                "max_tokens": args.max_new_tokens, "device": args.device, "dtype": args.dtype}
     try:
@@ -285,12 +341,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise CLIError(str(e)) from None
     env_kwargs = {"max_steps": args.max_steps} if args.max_steps else {}
-
-    def progress(done: int, total: int) -> None:
-        if not args.quiet:
-            print(f"\r[seal eval] {done}/{total} episodes", end="" if done < total else "\n",
-                  file=sys.stderr, flush=True)
-
+    progress = progress_bar("seal eval", "episode", args.quiet)
     result = evaluate(args.env, agent, split=args.split, k=args.k, n=args.n, limit=args.limit, seed=args.seed,
                       batch_size=args.batch_size, env_kwargs=env_kwargs, agent_name=args.agent, progress=progress)
     if args.out:
@@ -324,8 +375,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 # -- parser --------------------------------------------------------------------------------
 def cmd_train(args: argparse.Namespace) -> int:
-    from seal_trl.train import run
+    from seal_trl.train import prepare_out, run
 
+    check_env(args.env, "train")
+    try:
+        prepare_out(Path(args.out), args.overwrite)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    check_out(args.out)
     out = run(args)
     print(f"run folder: {out}  (seal report {out})")
     return 0
@@ -347,80 +404,111 @@ def cmd_warmstart(args: argparse.Namespace) -> int:
     if args.init:
         cfg = dataclasses.replace(cfg, init_from=str(Path(args.init).resolve()))
     command = "seal warmstart " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["warmstart"] else None
-    make_default_checkpoint(out, cfg, eval_tasks=args.eval_tasks, command=command)
+    from seal_trl.progress import progress_bar
+
+    make_default_checkpoint(out, cfg, eval_tasks=args.eval_tasks, command=command,
+                            bar=lambda desc, unit: progress_bar(desc, unit, args.quiet))
     print(f"checkpoint: {out}  (seal eval seal/ToolUse-Bank-v0 --agent hf:{out} --temperature 0)")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from seal_trl.train import positive_int as _positive  # no torch: seal_trl.train imports it lazily
+    """Every flag's help names its default and unit, and every number is checked as it is parsed
+    (``tests/test_cli.py`` holds every option of every subcommand to both)."""
+    # no torch: seal_trl.train imports it lazily
+    from seal_trl.train import non_negative_float, non_negative_int, positive_int, probability
 
-    parser = argparse.ArgumentParser(prog="seal", description="SEAL-Gym: tool-use environments that co-evolve "
-                                     "with the agent. See docs/cli.md.")
+    parser = argparse.ArgumentParser(
+        prog="seal", description="SEAL-Gym: tool-use environments that co-evolve with the agent. See docs/cli.md.",
+        epilog=f"Exit status: 0 success, 1 `seal play` input ended early, 2 an error (one 'seal: error:' line; "
+               f"--debug or {DEBUG_ENV}=1 shows its traceback), 130 interrupted.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--debug", action="store_true", help=f"show the traceback of an error (default off; "
+                        f"or set {DEBUG_ENV}=1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("envs", help="list registered environment ids, their domains and split sizes")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p = sub.add_parser("envs", help="list registered environment ids, their domains and split sizes (about 2 s)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table (default off)")
     p.set_defaults(func=cmd_envs)
 
-    p = sub.add_parser("show", help="show one task: its user turns and reference plan")
-    p.add_argument("task_id", help="a task id, e.g. bank/test/d2/100145 (native ids are domain/split/dN/seed)")
-    p.add_argument("--env", help="resolve the id through this env's task set (for non-native ids)")
-    p.add_argument("--state", action="store_true", help="also print the initial state")
-    p.add_argument("--json", action="store_true", help="print the task as JSON")
+    p = sub.add_parser("show", help="show one task: its user turns and reference plan (about 1 s)")
+    p.add_argument("task_id", help="a task id exactly as printed, e.g. bank/test/d2/100145 (native ids are "
+                   "domain/split/dN/seed)")
+    p.add_argument("--env", help="resolve the id through this env's task set, for non-native ids such as BFCL's "
+                   "(default: the native ids, then every BFCL env)")
+    p.add_argument("--state", action="store_true", help="also print the initial state (default off)")
+    p.add_argument("--json", action="store_true", help="print the task as JSON (default off)")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("play", help="play an episode yourself; actions are read from stdin line by line")
-    p.add_argument("env", help="an environment id, e.g. seal/ToolUse-v0")
-    p.add_argument("--seed", type=int, default=0, help="reset seed (picks the task; default 0)")
-    p.add_argument("--split", choices=SPLIT_CHOICES, help="split (default: the env's own)")
-    p.add_argument("--task-id", help="play this task")
-    p.add_argument("--index", type=int, help="play the task at this index of the split")
-    p.add_argument("--domain", help="sample a task of this domain")
-    p.add_argument("--max-steps", type=_positive, help="step budget (default: the env's)")
+    p.add_argument("env", help="an environment id, e.g. seal/ToolUse-v0 (`seal envs` lists them)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="reset seed, >= 0: picks the task (default 0)")
+    p.add_argument("--split", choices=SPLIT_CHOICES, help="split (default: the env's own, train for most ids)")
+    p.add_argument("--task-id", help="play this task, e.g. bank/train/d3/2 (default: the seed picks one)")
+    p.add_argument("--index", type=non_negative_int, help="play the task at this index of the split, from 0 "
+                   "(default: the seed picks one)")
+    p.add_argument("--domain", help="sample a task of this domain (default: any)")
+    p.add_argument("--max-steps", type=positive_int, help="step budget: actions per episode (default: the env's: 24, 60 for BFCL)")
     p.set_defaults(func=cmd_play)
 
-    p = sub.add_parser("eval", help="evaluate an agent: success rate, pass^k, per-domain and per-label tables")
-    p.add_argument("env", help="an environment id, e.g. seal/ToolUse-v0")
+    p = sub.add_parser("eval", help="evaluate an agent: success rate, pass^k, per-domain and per-label tables (oracle: seconds; a model: minutes, bounded by --limit)")
+    p.add_argument("env", help="an environment id, e.g. seal/ToolUse-v0 (`seal envs` lists them)")
     p.add_argument("--agent", required=True,
-                   help="oracle | random | hf:<model id or path, or 'tiny'> | openai:<base url>#<model>")
-    p.add_argument("--split", choices=SPLIT_CHOICES, default="test", help="split to evaluate (default test)")
-    p.add_argument("--k", type=_positive, default=1, help="pass^k's k (default 1)")
-    p.add_argument("--n", type=_positive, help="trials per task, n >= k (default k)")
-    p.add_argument("--limit", type=_positive, help="only the first M tasks of the split")
-    p.add_argument("--out", help="folder for eval.json and eval.md")
-    p.add_argument("--seed", type=int, default=0, help="agent seed of trial 0; trial j uses seed+j (default 0)")
-    p.add_argument("--batch-size", type=_positive, default=16, help="episodes run in lockstep (default 16)")
-    p.add_argument("--max-steps", type=_positive, help="step budget per episode (default: the env's)")
-    p.add_argument("--temperature", type=float, help="sampling temperature (hf default 1.0; 0 = greedy)")
-    p.add_argument("--top-p", type=float, help="nucleus sampling (hf)")
-    p.add_argument("--max-new-tokens", type=_positive, help="tokens per action (hf; max_tokens for openai)")
-    p.add_argument("--device", help="torch device for hf agents (default cuda if available)")
-    p.add_argument("--dtype", help="torch dtype for hf agents, e.g. bfloat16")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON instead of Markdown")
-    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+                   help="oracle | random | hf:<model id or folder, 'default' or 'tiny'> | openai:<base url>#<model> "
+                        "(required)")
+    p.add_argument("--split", choices=SPLIT_CHOICES, default="test", help="split to evaluate (default %(default)s)")
+    p.add_argument("--k", type=positive_int, default=1, help="pass^k's k, >= 1 (default %(default)s)")
+    p.add_argument("--n", type=positive_int, help="trials per task, n >= k (default: k)")
+    p.add_argument("--limit", type=positive_int, help="only the first M tasks of the split (default: all of them; "
+                   "200 for test and ood)")
+    p.add_argument("--out", help="folder for eval.json and eval.md, created if missing (default: write nothing)")
+    p.add_argument("--seed", type=non_negative_int, default=0,
+                   help="agent seed of trial 0, >= 0; trial j uses seed+j (default %(default)s)")
+    p.add_argument("--batch-size", type=positive_int, default=16,
+                   help="episodes run in lockstep (default %(default)s)")
+    p.add_argument("--max-steps", type=positive_int, help="step budget: actions per episode (default: the env's: 24, 60 for BFCL)")
+    p.add_argument("--temperature", type=non_negative_float,
+                   help="sampling temperature, >= 0; 0 = greedy (default: 1.0 for hf, the server's for openai)")
+    p.add_argument("--top-p", type=probability, help="nucleus sampling, in (0, 1] (default 1.0 for hf, the "
+                   "server's for openai)")
+    p.add_argument("--max-new-tokens", type=positive_int,
+                   help="tokens per action (default 256 for hf; max_tokens for openai, default the server's)")
+    p.add_argument("--device", help="torch device for hf agents, e.g. cpu, cuda:0 (default cuda if available, else cpu)")
+    p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"],
+                   help="torch dtype for hf agents (default: the model's own)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON instead of Markdown (default off)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar on stderr (default off)")
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("train", help="a SEAL co-evolution run (default: tiny offline model on CPU)")
+    p = sub.add_parser("train", help="GRPO from the shipped default agent with held-out evaluation before and "
+                       "after (defaults: about 7 min on 2 CPU cores)")
     from seal_trl.train import add_arguments
 
     add_arguments(p)
     p.set_defaults(func=cmd_train)
 
-    p = sub.add_parser("warmstart", help="train the default agent (SFT on oracle trajectories) with provenance")
-    p.add_argument("--out", required=True, help="checkpoint folder (the shipped one: seal_trl/checkpoints/default)")
-    p.add_argument("--steps", type=_positive, help="optimizer steps (default: the recipe's)")
-    p.add_argument("--init", help="continue from this checkpoint (a second schedule) instead of random weights")
-    p.add_argument("--eval-tasks", type=_positive, default=200, help="greedy test and ood tasks (default 200)")
-    p.add_argument("--threads", type=_positive, default=2, help="torch threads (default 2)")
-    p.add_argument("--overwrite", action="store_true", help="replace a checkpoint already in --out")
+    p = sub.add_parser("warmstart", help="train the default agent (SFT on oracle trajectories) with provenance "
+                       "(tens of minutes on 2 CPU cores; the shipped agent took 32 min)")
+    p.add_argument("--out", required=True, help="checkpoint folder (required; the shipped one is "
+                   "seal_trl/checkpoints/default)")
+    p.add_argument("--steps", type=positive_int, help="optimizer steps (default: the recipe's, 2000)")
+    p.add_argument("--init", help="continue from this checkpoint folder (a second schedule) "
+                   "(default: random weights)")
+    p.add_argument("--eval-tasks", type=positive_int, default=200,
+                   help="greedy test and ood tasks evaluated (default %(default)s)")
+    p.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads (default %(default)s)")
+    p.add_argument("--overwrite", action="store_true", help="replace a checkpoint already in --out (default off)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars (default off)")
     p.set_defaults(func=cmd_warmstart)
 
-    p = sub.add_parser("report", help="plots and a Markdown summary of a training run folder")
+    p = sub.add_parser("report", help="plots and a Markdown summary of a training run folder (seconds)")
     p.add_argument("run_dir", help="a run folder with metrics.jsonl (see docs/cli.md)")
     p.add_argument("--out", help="output folder (default RUN_DIR/report)")
     p.set_defaults(func=cmd_report)
+
+    for command in sub.choices.values():  # `seal eval ... --debug` works as well as `seal --debug eval ...`
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help=f"show the traceback of an error (default off; or set {DEBUG_ENV}=1)")
     return parser
 
 
@@ -433,25 +521,53 @@ def _version() -> str:
         return "unknown"
 
 
+DEBUG_ENV = "SEAL_DEBUG"
+
+
+def _expected_failure(e: BaseException) -> str | None:
+    """The one-line message of a failure the user can fix (input, model, network, disk), or
+    ``None`` for a bug, whose traceback is the useful output."""
+    if isinstance(e, ModuleNotFoundError):
+        return (f"{e}; this command needs the training extras: pip install torch==2.13.0 && "
+                "pip install -e \".[train,plot]\"")
+    if isinstance(e, (CLIError, ValueError, OSError)):  # OSError: a missing file, no permission, disk full
+        return str(e) or type(e).__name__
+    # gymnasium's errors (unknown id...) and an unreachable or refusing model server are input problems too
+    if type(e).__module__.startswith("gymnasium") or type(e).__name__ == "OpenAIError":
+        return f"{e}"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. An expected failure is one ``seal: error: ...`` line and exit status 2
+    (Ctrl-C: 130); ``--debug`` or ``SEAL_DEBUG=1`` shows its traceback too. A bug keeps its
+    traceback, since that is what a report of it needs."""
+    import os
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    debug = getattr(args, "debug", False) or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     try:
         return args.func(args)
     except BrokenPipeError:  # `seal ... | head`: stop quietly
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (CLIError, ValueError, FileNotFoundError) as e:
-        print(f"seal: error: {e}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print(f"\nseal: error: interrupted; run the command again{RERUN_HINT.get(args.command, '')}", file=sys.stderr)
+        return 130
     except Exception as e:
-        # gymnasium's errors (unknown id...) and an unreachable model server are input problems too
-        if type(e).__module__.startswith("gymnasium") or type(e).__name__ == "OpenAIError":
-            print(f"seal: error: {e}", file=sys.stderr)
-            return 2
-        raise
+        message = _expected_failure(e)
+        if message is None or debug:
+            raise
+        print(f"seal: error: {message}", file=sys.stderr)
+        return 2
+
+
+#: What to add when an interrupted command is run again.
+RERUN_HINT = {"train": " with --overwrite (its --out folder holds the part that was written)",
+              "warmstart": " with --overwrite"}
 
 
 if __name__ == "__main__":

@@ -40,11 +40,21 @@ def _at_least(minimum: int):
 positive_int, non_negative_int = _at_least(1), _at_least(0)
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0 or not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
+def _number(check, wanted: str):
+    """An argparse type: a finite float passing ``check``, argparse's error message otherwise."""
+    def parse(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value) or not check(value):
+            raise argparse.ArgumentTypeError(f"must be {wanted}, got {text}")
+        return value
+
+    parse.__name__ = "float"  # argparse names the type in "invalid float value" errors
+    return parse
+
+
+positive_float = _number(lambda v: v > 0, "a positive number")
+non_negative_float = _number(lambda v: v >= 0, "a number >= 0")
+probability = _number(lambda v: 0 < v <= 1, "a number in (0, 1]")
 
 
 def _difficulties(text: str) -> tuple[int, ...]:
@@ -58,46 +68,58 @@ def _difficulties(text: str) -> tuple[int, ...]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of ``seal train``; every help names its default and unit (issue 20)."""
     r = RECIPE
-    p.add_argument("--out", default="runs/seal-train", help="run folder (refused if not empty, see --overwrite)")
-    p.add_argument("--overwrite", action="store_true", help="write into a run folder that is not empty")
+    p.add_argument("--out", default="runs/seal-train",
+                   help="run folder (default %(default)s; refused if not empty, see --overwrite)")
+    p.add_argument("--overwrite", action="store_true", help="write into a run folder that is not empty (default off)")
     p.add_argument("--model", default=r["model"],
-                   help="'default' (the shipped warm start), 'tiny' (random weights, offline) or a HF model id/path")
+                   help="'default' (the shipped warm start), 'tiny' (random weights, offline) or a Hugging Face "
+                        "model id or folder (default %(default)s)")
     p.add_argument("--env", default=r["env"], help="environment id (default %(default)s: the default agent's domain)")
     p.add_argument("--steps", type=positive_int, default=r["steps"], help="GRPO updates (default %(default)s)")
     p.add_argument("--tasks-per-step", type=positive_int, default=r["tasks_per_step"],
                    help="tasks per update; each is played --num-generations times (default %(default)s)")
     p.add_argument("--num-generations", type=positive_int, default=r["num_generations"],
                    help="episodes per task: the GRPO group (default %(default)s)")
-    p.add_argument("--lr", type=_positive_float, default=r["lr"], help="learning rate (default %(default)s)")
-    p.add_argument("--temperature", type=_positive_float, default=r["temperature"], help="sampling temperature")
-    p.add_argument("--beta", type=float, default=r["beta"], help="KL coefficient (default %(default)s: no KL)")
+    p.add_argument("--lr", type=positive_float, default=r["lr"], help="learning rate, constant (default %(default)s)")
+    p.add_argument("--temperature", type=positive_float, default=r["temperature"],
+                   help="sampling temperature of the training episodes, > 0 (default %(default)s)")
+    p.add_argument("--beta", type=non_negative_float, default=r["beta"],
+                   help="KL coefficient, >= 0 (default %(default)s: no KL)")
     p.add_argument("--loss-type", default=r["loss_type"], choices=["grpo", "dapo", "dr_grpo", "bnpo"],
                    help="TRL's loss normalisation (default %(default)s)")
     p.add_argument("--num-iterations", type=positive_int, default=r["num_iterations"],
                    help="optimisation passes over each batch of rollouts (default %(default)s)")
     p.add_argument("--difficulties", type=_difficulties, default=_difficulties(r["difficulties"]),
-                   help="difficulties of the RL tasks, e.g. 1,2 (default %(default)s)")
+                   help=f"difficulties (1 to 4) of the RL tasks, e.g. 1,2 (default {r['difficulties']})")
     p.add_argument("--reward-mode", default=r["reward_mode"], choices=["binary", "progress"],
-                   help="binary: 1 when every check passed; progress: the fraction of user turns passed")
+                   help="binary: 1 when every check passed; progress: the fraction of user turns passed "
+                        "(default %(default)s)")
     p.add_argument("--skip-uniform-tasks", type=non_negative_int, default=r["skip_uniform_tasks"],
-                   help="online filtering: steps a task with equal rewards in its last group is skipped (0: off)")
+                   help="online filtering: GRPO steps a task with equal rewards in its last group is skipped "
+                        "(default %(default)s: off)")
     p.add_argument("--resample-uniform-groups", type=non_negative_int, default=r["resample_uniform_groups"],
-                   help="dynamic sampling: rounds replaying groups with equal rewards on other tasks (0: off)")
-    p.add_argument("--max-turns", type=positive_int, default=r["max_turns"], help="assistant turns per episode")
-    p.add_argument("--max-new-tokens", type=positive_int, default=r["max_new_tokens"], help="new tokens per turn")
+                   help="dynamic sampling: rounds replaying groups with equal rewards on other tasks "
+                        "(default %(default)s: off)")
+    p.add_argument("--max-turns", type=positive_int, default=r["max_turns"],
+                   help="assistant actions per episode (default %(default)s)")
+    p.add_argument("--max-new-tokens", type=positive_int, default=r["max_new_tokens"],
+                   help="new tokens per action (default %(default)s)")
     p.add_argument("--eval-tasks", type=non_negative_int, default=r["eval_tasks"],
-                   help="held-out test tasks evaluated greedily before and after training (0: none)")
+                   help="held-out test tasks evaluated greedily before and after training (default %(default)s; 0: none)")
     p.add_argument("--weighting", default=r["weighting"], choices=["none", "trajectory", "turn"],
                    help="SEAL's advantage reweighting from turn labels (default %(default)s: stock GRPO)")
     p.add_argument("--evolution", action=argparse.BooleanOptionalAction, default=r["evolution"],
-                   help="let the evolver change the training surface (evaluation stays canonical)")
+                   help="let the evolver change the training surface; evaluation stays canonical (default off)")
     p.add_argument("--surface", default="canonical", choices=["canonical", "observation_lite"],
-                   help="training surface preset (observation_lite: the paper's static hints); evaluation stays canonical")
-    p.add_argument("--curriculum", action="store_true", help="sample tasks by the evolver's curriculum")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)")
-    p.add_argument("--gpu", action="store_true", help="train on the GPU with bf16")
+                   help="training surface preset (observation_lite: the paper's static hints; default %(default)s); "
+                        "evaluation stays canonical")
+    p.add_argument("--curriculum", action="store_true", help="sample tasks by the evolver's curriculum (default off)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed, >= 0 (default %(default)s)")
+    p.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--gpu", action="store_true", help="train on the GPU with bf16 (default off: CPU, fp32)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars; results are still printed (default off)")
 
 
 def prepare_out(out: Path, overwrite: bool) -> Path:
@@ -125,7 +147,7 @@ def rl_dataset(env_id: str, difficulties: tuple[int, ...] | None, env_kwargs: di
     return ds.filter(lambda row: task_set.slot(row["task_index"]).difficulty in keep)
 
 
-def evaluate(model, tokenizer, env_id: str, tasks: int, log) -> dict | None:
+def evaluate(model, tokenizer, env_id: str, tasks: int, log, progress=None) -> dict | None:
     """Greedy success on the first ``tasks`` held-out test tasks (canonical surface)."""
     if not tasks:
         return None
@@ -137,7 +159,7 @@ def evaluate(model, tokenizer, env_id: str, tasks: int, log) -> dict | None:
     model.eval()
     with torch.no_grad():
         result = evaluate_policy(model, tokenizer, "test", tasks, env_id=env_id, max_new_tokens=64, max_steps=12,
-                                 batch_size=50, log=log)
+                                 batch_size=50, log=log, progress=progress)
     model.train(was_training)
     return result
 
@@ -154,9 +176,13 @@ def run(args: argparse.Namespace) -> Path:
         torch.set_num_threads(args.threads)
     out = prepare_out(Path(args.out), args.overwrite)
     model, tokenizer = load_model_and_tokenizer(args.model)
-    log = print
+    from seal_trl.progress import progress_bar
+
+    quiet = getattr(args, "quiet", False)
+    log = print  # the results; --quiet turns off the bars only
+    bar = lambda desc: progress_bar(desc, "episode", quiet)  # noqa: E731  (one bar per evaluation)
     log(f"[seal train] {args.model} on {args.env}: greedy evaluation on {args.eval_tasks} held-out test tasks")
-    before = evaluate(model, tokenizer, args.env, args.eval_tasks, log)
+    before = evaluate(model, tokenizer, args.env, args.eval_tasks, None, bar("eval before"))
     if before is not None:
         log(f"[seal train] before training: held-out test success {before['success']:.3f} "
             f"(by difficulty {before['by_difficulty']}); now {args.steps} GRPO steps")
@@ -172,6 +198,7 @@ def run(args: argparse.Namespace) -> Path:
         max_new_tokens_per_turn=args.max_new_tokens, weighting=args.weighting, evolution=args.evolution,
         curriculum=args.curriculum, surface_preset=args.surface, evolver_min_episodes=4,
         skip_uniform_tasks=args.skip_uniform_tasks, resample_uniform_groups=args.resample_uniform_groups,
+        disable_tqdm=quiet,  # the Trainer's bar over GRPO steps (rate and ETA)
     )
     callback = run_folder_callback(out)
     trainer = SEALGRPOTrainer(model=model, args=config, processing_class=tokenizer,
@@ -180,7 +207,7 @@ def run(args: argparse.Namespace) -> Path:
     train_start = time.perf_counter()
     trainer.train()
     train_seconds = time.perf_counter() - train_start
-    after = evaluate(trainer.model, tokenizer, args.env, args.eval_tasks, log)
+    after = evaluate(trainer.model, tokenizer, args.env, args.eval_tasks, None, bar("eval after"))
     trainer.save_model(str(out / "model"))
     trainer.save_state()
     (out / "seal_state.json").write_text(json.dumps(trainer.seal_state_dict(), indent=1, default=str))

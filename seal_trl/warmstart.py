@@ -220,8 +220,12 @@ def shared_prefix_loss(model: Any, examples: list[Example], idx: list[int], pad_
     return loss, p * n + int(mask.sum())
 
 
-def train_warmstart(cfg: WarmStartConfig, out_dir: Path, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Train (or load from ``out_dir``) the shared warm start; returns its metadata."""
+def train_warmstart(cfg: WarmStartConfig, out_dir: Path, log: Callable[[str], None] = print,
+                    on_step: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Train (or load from ``out_dir``) the shared warm start; returns its metadata.
+
+    ``on_step(step, total)`` after every step (a bar, :mod:`seal_trl.progress`) replaces the
+    step lines of ``log``."""
     import torch
 
     from seal_trl.tiny import build_tiny_model, build_tiny_tokenizer
@@ -287,12 +291,17 @@ def train_warmstart(cfg: WarmStartConfig, out_dir: Path, log: Callable[[str], No
             opt.step()
             step += 1
             seen_tokens += covered
+            if on_step is not None:
+                on_step(step, max(est_total, step))
             if step % 10 == 0 or step == 1:
                 rec = {"step": step, "epoch": epoch, "loss": round(loss.item(), 4), "lr": lr,
                        "seconds": round(time.perf_counter() - start, 1)}
                 history.append(rec)
-                log(f"[warmstart] step {step}/{est_total} epoch {epoch} loss {loss.item():.3f} lr {lr:.2e} "
-                    f"{seen_tokens / max(time.perf_counter() - start, 1e-9):.0f} tok/s")
+                if on_step is None:
+                    log(f"[warmstart] step {step}/{est_total} epoch {epoch} loss {loss.item():.3f} lr {lr:.2e} "
+                        f"{seen_tokens / max(time.perf_counter() - start, 1e-9):.0f} tok/s")
+    if on_step is not None:
+        on_step(step, step)  # the loop may stop before the estimate (the clock): close the bar
     seconds = time.perf_counter() - start
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir / "model")

@@ -154,7 +154,7 @@ def test_eval_json_output_and_bad_agent():
     bad = seal("eval", "seal/ToolUse-v0", "--agent", "gpt-4", "--limit", 1)
     assert bad.returncode == 2 and "unknown agent" in bad.stderr
     bad = seal("eval", "seal/ToolUse-v0", "--agent", "oracle", "--k", 3, "--n", 2, "--limit", 1)
-    assert bad.returncode == 2 and "k <= n" in bad.stderr
+    assert bad.returncode == 2 and "--n 2 is smaller than --k 3" in bad.stderr
 
 
 # -- eval against an OpenAI-compatible server (a real socket on 127.0.0.1) --------------------
@@ -280,3 +280,129 @@ def test_report_command(tmp_path):
     assert series["surface"]["scopes"]["recovery/format_error"] == {"x": [0, 1, 2], "level": [0, 1, 1]}
     missing = seal("report", tmp_path / "nothing")
     assert missing.returncode == 2 and "metrics.jsonl" in missing.stderr
+
+
+# -- every flag, every failure (issue 20) ------------------------------------------------------
+def _options():
+    """(command, action) for every option of every subcommand."""
+    from seal_trl.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    yield "", parser
+    for name, command in sub.choices.items():
+        yield name, command
+
+
+def test_every_help_names_its_default():
+    """`seal --help` and every subcommand's --help name the default of every option."""
+    for name, command in _options():
+        for action in command._actions:
+            if action.dest in ("help", "version", "command") or not action.option_strings:
+                continue
+            assert action.help and ("default" in action.help or "required" in action.help), (name, action.dest)
+
+
+def test_every_numeric_flag_is_validated():
+    """No option takes a bare int or float: each number is range-checked as argparse parses it,
+    so `--steps -1` or `--temperature nan` is a usage error (exit 2), never a run."""
+    from seal_trl import train
+
+    checked = {train.positive_int, train.non_negative_int, train.positive_float, train.non_negative_float,
+               train.probability}
+    numeric = 0
+    for name, command in _options():
+        for action in command._actions:
+            assert action.type not in (int, float), f"seal {name} {action.option_strings}: unchecked number"
+            if action.type in checked:
+                numeric += 1
+                for bad in ("-1", "nan", "x"):
+                    with pytest.raises(SystemExit) as e:
+                        command.parse_args(_required(name) + [action.option_strings[0], bad])
+                    assert e.value.code == 2, (name, action.option_strings, bad)
+    assert numeric >= 25
+
+
+def _required(name):
+    return {"play": ["seal/ToolUse-v0"], "eval": ["seal/ToolUse-v0", "--agent", "oracle"],
+            "warmstart": ["--out", "x"], "show": ["bank/train/d1/0"], "report": ["r"]}.get(name, [])
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["eval", "seal/Nope-v0", "--agent", "hf:does/not-exist"], "unknown environment id 'seal/Nope-v0'"),
+    (["eval", "seal/ToolUse-v0", "--agent", "hf:does/not-exist", "--k", "2", "--n", "1"], "--n 1 is smaller than --k 2"),
+    (["play", "seal/Nope-v0"], "seal envs"),
+    (["play", "seal/ToolUse-Bank-v0", "--split", "test", "--index", "200"], "--index 200 is past the end"),
+    (["train", "--env", "seal/Nope-v0", "--model", "does/not-exist"], "unknown environment id"),
+    (["show", "bank/train/3/2"], "did you mean bank/train/d3/2?"),
+    (["report", "no/such/run"], "no/such/run"),
+])
+def test_expected_failures_are_one_line_before_any_slow_work(args, fragment, tmp_path):
+    """A bad env id, split, index or --out is found before a model loads: one line, exit 2, fast."""
+    import time
+
+    if args[0] == "train":
+        args = args + ["--out", str(tmp_path / "run")]
+    start = time.perf_counter()
+    out = seal(*args)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert out.stderr.startswith("seal: error:") and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert fragment in out.stderr and "Traceback" not in out.stderr
+    assert time.perf_counter() - start < 60
+
+
+def test_eval_out_that_cannot_be_written_is_refused_before_the_agent_loads(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    out = seal("eval", "seal/ToolUse-Bank-v0", "--agent", "hf:does/not-exist", "--out", blocker)
+    assert out.returncode == 2 and "is a file, not a folder" in out.stderr and "cannot load model" not in out.stderr
+    out = seal("eval", "seal/ToolUse-Bank-v0", "--agent", "hf:does/not-exist", "--out", blocker / "sub")
+    assert out.returncode == 2 and "cannot write to --out" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_debug_flag_and_env_variable_show_the_traceback():
+    for extra, env in ((["--debug"], {}), ([], {"SEAL_DEBUG": "1"})):
+        out = subprocess.run([sys.executable, "-m", "seal_trl.cli", "show", "bank/train/3/2", *extra],
+                             capture_output=True, text=True, timeout=60, env={**ENV, **env})
+        assert out.returncode != 0 and "Traceback" in out.stderr and "did you mean bank/train/d3/2?" in out.stderr
+    out = seal("--debug", "show", "bank/train/3/2")
+    assert "Traceback" in out.stderr
+
+
+def test_interrupt_and_missing_extras_are_one_line(monkeypatch, capsys):
+    import seal_trl.cli as cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    def no_torch(args):
+        raise ModuleNotFoundError("No module named 'torch'", name="torch")
+
+    monkeypatch.setattr(cli, "cmd_train", interrupted)
+    assert cli.main(["train"]) == 130
+    err = capsys.readouterr().err
+    assert "seal: error: interrupted" in err and "--overwrite" in err and "Traceback" not in err
+    monkeypatch.setattr(cli, "cmd_envs", no_torch)
+    assert cli.main(["envs"]) == 2
+    assert "pip install" in capsys.readouterr().err
+
+
+def test_eval_shows_a_progress_bar_unless_quiet():
+    out = seal("eval", "seal/ToolUse-Bank-v0", "--agent", "oracle", "--limit", 3)
+    assert out.returncode == 0 and "seal eval: 100%" in out.stderr and "episode/s" in out.stderr
+    quiet = seal("eval", "seal/ToolUse-Bank-v0", "--agent", "oracle", "--limit", 3, "--quiet")
+    assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+def test_progress_bar_callback(capsys):
+    from seal_trl.progress import progress_bar
+
+    update = progress_bar("work", "step")
+    for done in range(1, 4):
+        update(done, 3)
+    update(3, 3)  # a closing call after the end draws nothing more
+    err = capsys.readouterr().err
+    assert "work: 100%" in err and err.count("3/3") == 1 and "step" in err
+    quiet = progress_bar("work", "step", quiet=True)
+    quiet(1, 1)
+    assert capsys.readouterr().err == ""
