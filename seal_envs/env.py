@@ -51,6 +51,7 @@ import gymnasium as gym
 import numpy as np
 
 from seal_envs.core.calls import MAX_ACTION_CHARS, FormatError, action_text, parse_action
+from seal_envs.core.datacopy import FrozenData, deep_copy
 from seal_envs.core.diagnosis import Diagnoser, diagnose, immediate_label
 from seal_envs.core.evolver import EpisodeDiagnosis, Evolver
 from seal_envs.core.official import official_score
@@ -92,6 +93,52 @@ def _mentions(arguments: Any, value: Any) -> bool:
         elif canonical_json(item) == target or (isinstance(item, str) and item == text):
             return True
     return False
+
+
+def _copy_message(message: dict) -> dict:
+    """A fresh copy of one transcript message (the caller may change it; the env must not see
+    that). Messages hold only strings and, for calls, a list of small dicts: their values are
+    immutable, so copying the containers is a full copy, at a fraction of a JSON round trip."""
+    out = dict(message)
+    calls = out.get("tool_calls")
+    if calls is not None:
+        out["tool_calls"] = [{**c, "function": dict(c["function"])} for c in calls]
+    return out
+
+
+class _RenderedTools:
+    """The tools one surface shows for one set of tool specs: the JSON lines of the first
+    observation and the list that every ``info["tools"]`` gets a fresh copy of. Immutable,
+    so envs and episodes share it."""
+
+    __slots__ = ("lines", "data", "keep")
+
+    def __init__(self, tools: list[dict], keep: tuple):
+        self.lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
+        self.data = FrozenData(json.loads(json.dumps(tools)))  # plain JSON values, as info always had
+        self.keep = keep  # the specs and policies the key names by id, kept alive with it
+
+
+_RENDERED: dict[tuple, _RenderedTools] = {}
+
+
+def _rendered_tools(surface: Surface, specs: Mapping[str, Any], available, policies: Mapping[str, str]) -> _RenderedTools:
+    """Render once per (surface, tool specs, available tools, policies) in a process.
+
+    Before issue 16 the key held ``id()`` of a dict made afresh at every reset, so every reset
+    rendered again, and every step paid a JSON round trip. Specs and policies are named by
+    identity (they live with their backend class or BFCL's class cache) and kept alive by the
+    entry, so an id in a key cannot be reused while the entry exists."""
+    names = tuple(sorted(available))
+    chosen = tuple(specs[n] for n in names)
+    key = (surface, names, tuple(map(id, chosen)), id(policies))
+    entry = _RENDERED.get(key)
+    if entry is None or entry.keep[1] is not policies or any(a is not b for a, b in zip(entry.keep[0], chosen)):
+        if len(_RENDERED) >= 4096:
+            _RENDERED.clear()
+        entry = _RenderedTools(surface.render_tools(specs, available, policies), (chosen, policies))
+        _RENDERED[key] = entry
+    return entry
 
 
 def _transcript_text(action: Any) -> str:
@@ -258,8 +305,10 @@ class ToolUseEnv(gym.Env):
             reward, extra = self._finish(truncated)
         info = self._info(label) | extra
         info["tool_calls"] = [c.to_dict() for c in record.calls]
-        info["tool_results"] = [e.result for e in record.events if e.ok]
-        info["events"] = [e.to_dict() for e in record.events]
+        # one copy of both, so that, as ever, a result in tool_results is the one in events,
+        # but neither is the object the episode record keeps
+        info["tool_results"], info["events"] = deep_copy(([e.result for e in record.events if e.ok],
+                                                          [e.to_dict() for e in record.events]))
         return self._observation(), reward, terminated, truncated, info
 
     def force_end(self) -> tuple[float, dict]:
@@ -369,22 +418,28 @@ class ToolUseEnv(gym.Env):
         new = [m for m in new if m["role"] != "assistant"]
         head = ""
         if new and new[0]["role"] == "system":
-            tools = "\n".join(json.dumps(t, ensure_ascii=False) for t in self.tools_view())
-            head = f"[system] {new[0]['content']}\n[tools]\n{tools}\n"
+            head = f"[system] {new[0]['content']}\n[tools]\n{self._rendered().lines}\n"
             new = new[1:]
         return sanitize(head + render_messages(new), self.MAX_OBS)
 
+    def _rendered(self) -> _RenderedTools:
+        """The tools as the surface shows them now. The env remembers the last entry and the
+        (surface, specs, available) it was for, so a step that changes none of them skips even
+        the shared cache's look-up."""
+        memo = getattr(self, "_tools_memo", None)
+        if memo is None or memo[0] is not self.surface or memo[1] is not self.specs or memo[2] != self.available:
+            memo = (self.surface, self.specs, frozenset(self.available),
+                    _rendered_tools(self.surface, self.specs, self.available, self.backend.POLICIES))
+            self._tools_memo = memo
+        return memo[3]
+
     def tools_view(self) -> list[dict]:
-        """The tools as the surface shows them now; rendered once per (surface, tool set)."""
-        key = (id(self.surface), self.surface.version, frozenset(self.available), id(self.specs))
-        if getattr(self, "_tools_key", None) != key:
-            self._tools_key = key
-            self._tools_cache = self.surface.render_tools(self.specs, self.available, self.backend.POLICIES)
-        return json.loads(json.dumps(self._tools_cache))
+        """The tools as the surface shows them now: a fresh copy, the caller's to change."""
+        return self._rendered().data.copy()
 
     def _info(self, label) -> dict:
         return {
-            "messages": json.loads(json.dumps(self.messages)),
+            "messages": [_copy_message(m) for m in self.messages],
             "tools": self.tools_view(),
             "turn_index": self.turn,
             "tool_calls": [],

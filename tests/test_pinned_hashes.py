@@ -336,8 +336,6 @@ def test_every_case_pinned():
     assert set(PINNED) >= set(CASES), sorted(set(CASES) - set(PINNED))
 
 
-@pytest.mark.xfail(strict=True, reason="info['tool_results'] and info['events'] results are the objects the "
-                                        "episode record keeps (issue 16 copies them)")
 @pytest.mark.parametrize("domain", DOMAINS + ("bfcl",))
 def test_episodes_share_no_mutable_state(domain):
     """Vandalising every ``info`` an episode returns changes none of its later observations, nor

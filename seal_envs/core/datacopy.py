@@ -40,3 +40,16 @@ def deep_copy(value: Any) -> Any:
         return marshal.loads(marshal.dumps(value))
     except ValueError:
         return copy.deepcopy(value)
+
+
+class FrozenData:
+    """A plain-data value stored once and handed out as fresh deep copies (:meth:`copy`), so
+    a cache can be shared by every env and episode while each caller may change its copy."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, value: Any):
+        self._data = Snapshot(value)
+
+    def copy(self) -> Any:
+        return self._data.restore()
