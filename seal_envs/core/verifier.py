@@ -1,6 +1,7 @@
 """Executable verification, per user turn, in the manner of BFCL's multi-turn checker.
 
-The reference plan is replayed on a fresh copy of the initial state; after each user turn the
+The reference plan is replayed on a fresh copy of the initial state (once per task object: the
+canonical JSON of each turn's reference state is cached, see :func:`_reference`); after each user turn the
 agent's state must equal the reference state (state check), the agent's words to the user must
 contain what the user asked for (response check), no policy may have been violated, and a value
 the user withheld must have been asked for rather than guessed. Progress is the fraction of user
@@ -9,7 +10,9 @@ turns whose checks all passed.
 
 from __future__ import annotations
 
+import json
 import re
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,15 +84,63 @@ def _reference_replay(task: Task, backend_cls: type[Backend]) -> tuple[list[dict
     return states, errors
 
 
-def _turn_checks(i: int, turn: Any, expected: dict[str, Any], actual: dict[str, Any] | None, answer: str,
-                 record: EpisodeRecord) -> tuple[list[Check], CheckOutcome, CheckOutcome]:
+@dataclass(frozen=True)
+class _Reference:
+    """A task's reference, as verification reads it: per user turn the canonical JSON of the
+    reference state and why the replay raised ("" when it did not). Strings only: immutable,
+    so every episode of the task shares it, and a fraction of the states' memory."""
+
+    spelled: tuple[str, ...]
+    errors: tuple[str, ...]
+
+    def state(self, i: int) -> Any:
+        """Turn ``i``'s reference state as a value (only a failed state check needs it)."""
+        return json.loads(self.spelled[i])
+
+
+_REFERENCES: dict[tuple[int, type], tuple[weakref.ref, _Reference | None]] = {}
+
+
+def _reference(task: Task, backend_cls: type[Backend]) -> tuple[_Reference | None, list[dict[str, Any]], list[str]]:
+    """The reference of ``task``: replayed at the first episode's end, then cached for as long as
+    the task object lives (tasks are immutable values; ``generate`` and BFCL keep theirs).
+
+    Before issue 16 the plan was replayed at every episode's end. A task whose reference states
+    JSON cannot spell exactly (a tuple, a non-string key, NaN) is not cached and replays every
+    time, as before. Returns the cached reference, or None and the replayed states and errors."""
+    key = (id(task), backend_cls)
+    entry = _REFERENCES.get(key)
+    if entry is not None and entry[0]() is task:
+        if entry[1] is not None:
+            return entry[1], [], []
+        states, errors = _reference_replay(task, backend_cls)
+        return None, states, errors
+    states, errors = _reference_replay(task, backend_cls)
+    try:
+        spelled = tuple(canonical_json(s) for s in states)
+        exact = all(json.loads(text) == s for text, s in zip(spelled, states))
+    except (TypeError, ValueError):
+        exact = False
+    ref = _Reference(spelled, tuple(errors)) if exact else None
+    _REFERENCES[key] = (weakref.ref(task, lambda _, key=key: _REFERENCES.pop(key, None)), ref)
+    return (ref, [], []) if ref is not None else (None, states, errors)
+
+
+def _turn_checks(i: int, turn: Any, expected: dict[str, Any] | _Reference, actual: dict[str, Any] | None,
+                 answer: str, record: EpisodeRecord) -> tuple[list[Check], CheckOutcome, CheckOutcome]:
     """The checks of one turn, and the outcomes of its state side (state, withheld value,
-    policy: what the service was left with) and its response side (the answer's content)."""
+    policy: what the service was left with) and its response side (the answer's content).
+    ``expected`` is the reference state, or the cached reference that spells it."""
     error = ""
     if actual is None:
         state_checks = [Check(f"state_turn_{i}", False, "turn not reached", i)]
     else:
-        same, error = guarded(lambda: canonical_json(actual) == canonical_json(expected))
+        if isinstance(expected, _Reference):
+            same, error = guarded(lambda: canonical_json(actual) == expected.spelled[i])
+            if not same and not error:
+                expected = expected.state(i)
+        else:
+            same, error = guarded(lambda: canonical_json(actual) == canonical_json(expected))
         detail = f"checker error: {error}" if error else "" if same else _first_difference(expected, actual)
         state_checks = [Check(f"state_turn_{i}", bool(same) and not error, detail, i)]
     response_checks = []
@@ -115,7 +166,9 @@ def verify(task: Task, backend_cls: type[Backend], record: EpisodeRecord) -> Ver
     For the official tags a native turn has one service instance (never an instance mismatch);
     its state side is the state, withheld-value and policy checks, its response side the
     answer check; a call is any call that reached the service in the turn."""
-    expected, gt_errors = _reference_replay(task, backend_cls)
+    cached, expected, gt_errors = _reference(task, backend_cls)
+    if cached is not None:
+        expected, gt_errors = [cached] * len(task.turns), list(cached.errors)
     checks: list[Check] = []
     turns_passed: list[bool] = []
     facts: list[TurnFacts] = []
