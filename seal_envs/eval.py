@@ -354,6 +354,8 @@ def evaluate(env_id: str, agent_factory: Callable[[int], Any] | BatchAgent, spli
                         split, k, n, seed)
     envs = [gym.make(env_id, **kwargs) for _ in range(min(batch_size, len(jobs)))]
     start = time.perf_counter()
+    if progress is not None:  # a bar starts now, so its rate and ETA count the first batch too
+        progress(0, len(jobs))
     for b in range(0, len(jobs), batch_size):
         batch = jobs[b:b + batch_size]
         agent.start([s for _, _, s in batch])

@@ -427,7 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
                         f"or set {DEBUG_ENV}=1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("envs", help="list registered environment ids, their domains and split sizes (about 2 s)")
+    p = sub.add_parser("envs", help="list registered environment ids, their domains and split sizes (about a second)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table (default off)")
     p.set_defaults(func=cmd_envs)
 

@@ -171,3 +171,12 @@ def test_hf_tiny_agent_one_generate_call_per_round():
     assert agent.generate_calls == max(e["actions"] for e in r.episodes)
     for e in r.episodes:
         assert len(e["labels"]) == e["actions"]
+
+
+def test_progress_starts_at_zero_and_ends_at_the_total():
+    """A progress bar starts before the first batch runs, so its rate and ETA count that batch too."""
+    from seal_envs.eval import evaluate, make_agent
+
+    calls = []
+    evaluate("seal/ToolUse-Bank-v0", make_agent("oracle"), limit=5, batch_size=2, progress=lambda d, t: calls.append((d, t)))
+    assert calls == [(0, 5), (2, 5), (4, 5), (5, 5)]
