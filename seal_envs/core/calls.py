@@ -71,12 +71,14 @@ def json_data(value: Any, where: str = "action", budget: int = MAX_ACTION_CHARS,
     not accepted from dict actions either: the value must be what a JSON parser could return.
     """
     root: list[Any] = [None]
-    stack: list[tuple[Any, list | dict, Any, int, str]] = [(value, root, 0, 0, where)]
+    # Each entry's path is (parent's path, slot), None at the root: spelt only for an error,
+    # since formatting a path string for every value was most of a parse (issue 16).
+    stack: list[tuple[Any, list | dict, Any, int, tuple | None]] = [(value, root, 0, 0, None)]
     used = 0
     while stack:
         item, parent, slot, depth, path = stack.pop()
         if depth > max_depth:
-            raise FormatError(f"{path}: nested deeper than {MAX_DEPTH} levels")
+            raise FormatError(f"{_spell(where, path)}: nested deeper than {MAX_DEPTH} levels")
         used += 1
         if used > budget:
             raise FormatError(f"{where}: larger than {budget} characters as JSON")
@@ -86,7 +88,7 @@ def json_data(value: Any, where: str = "action", budget: int = MAX_ACTION_CHARS,
             out = float(item)
         elif isinstance(item, int):
             if item.bit_length() > MAX_INT_BITS:
-                raise FormatError(f"{path}: integer larger than {MAX_INT_BITS} bits")
+                raise FormatError(f"{_spell(where, path)}: integer larger than {MAX_INT_BITS} bits")
             out = int(item)
             used += len(str(out))
         elif isinstance(item, str):
@@ -95,23 +97,36 @@ def json_data(value: Any, where: str = "action", budget: int = MAX_ACTION_CHARS,
         elif isinstance(item, list):
             out = [None] * len(item)
             for i in range(len(item) - 1, -1, -1):
-                stack.append((item[i], out, i, depth + 1, f"{path}[{i}]"))
+                stack.append((item[i], out, i, depth + 1, (path, i)))
         elif isinstance(item, Mapping):
             out = {}
             for k in item:
                 if not isinstance(k, str):
-                    raise FormatError(f"{path}: object keys must be strings, got {type(k).__name__}")
+                    raise FormatError(f"{_spell(where, path)}: object keys must be strings, got {type(k).__name__}")
                 used += len(k)
                 out[str(k)] = None
             for k in reversed(list(out)):
-                stack.append((item[k], out, k, depth + 1, f"{path}.{k}"[:200]))
+                stack.append((item[k], out, k, depth + 1, (path, k)))
         else:
-            raise FormatError(f"{path}: {type(item).__name__} is not JSON data "
+            raise FormatError(f"{_spell(where, path)}: {type(item).__name__} is not JSON data "
                               "(use objects, lists, strings, numbers, booleans and null)")
         if used > budget:
             raise FormatError(f"{where}: larger than {budget} characters as JSON")
         parent[slot] = out
     return root[0]
+
+
+def _spell(where: str, path: tuple | None) -> str:
+    """A value's place as errors name it: ``where[0].key`` (a list index in brackets, a key after
+    a dot, the text cut to 200 characters at each key, as it always was)."""
+    slots = []
+    while path is not None:
+        path, slot = path
+        slots.append(slot)
+    text = where
+    for slot in reversed(slots):
+        text = f"{text}[{slot}]" if isinstance(slot, int) else f"{text}.{slot}"[:200]
+    return text
 
 
 def loads(text: str, where: str) -> Any:

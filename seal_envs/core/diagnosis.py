@@ -66,6 +66,8 @@ def official_tag(label: TurnLabel) -> str:
 
 
 def _worst(labels: Sequence[TurnLabel]) -> TurnLabel:
+    if len(labels) == 1 and len(set(labels[0].secondary)) == len(labels[0].secondary):
+        return labels[0]  # what the merge below would rebuild, field for field (the usual case)
     ranked = sorted(labels, key=lambda lb: SEVERITY.index(lb.label))
     head = ranked[0]
     rest = tuple(dict.fromkeys(lb.label for lb in ranked[1:] if lb.label not in ("ok", head.label)))
@@ -86,10 +88,14 @@ def immediate_label(step: StepRecord, history: Sequence[StepRecord]) -> TurnLabe
         return TurnLabel("ok", turn=t, abstention=step.asked_withheld)
     prev = history[-1] if history else None
     repeated = _failed_calls(prev) if prev is not None and prev.turn == t else set()
-    earlier_ok = {c.key() for h in history if h.turn == t for c, e in zip(h.calls, h.events) if e.ok}
+    # the keys of this turn's earlier successes, spelt only if a success here may repeat one
+    # (each key is a JSON dump, and this runs every step)
+    needs_earlier = not step.guessed_withheld and any(e.ok for e in step.events)
+    earlier_ok = {c.key() for h in history if h.turn == t for c, e in zip(h.calls, h.events) if e.ok} \
+        if needs_earlier else set()
     labels = []
     for call, event in zip(step.calls, step.events):
-        if call.key() in repeated and not event.ok:
+        if not event.ok and repeated and call.key() in repeated:
             labels.append(TurnLabel("recovery_failure", call.name, event.param, event.kind, t,
                                     detail="repeated a call that had just failed"))
         elif not event.ok:
@@ -98,7 +104,7 @@ def immediate_label(step: StepRecord, history: Sequence[StepRecord]) -> TurnLabe
         elif step.guessed_withheld:
             labels.append(TurnLabel("spurious_call", call.name, turn=t, secondary=("guessed_withheld",),
                                     detail="used a value the user had not given yet"))
-        elif call.key() in earlier_ok:
+        elif earlier_ok and call.key() in earlier_ok:
             labels.append(TurnLabel("redundant_call", call.name, turn=t, detail="same call already succeeded"))
         else:
             labels.append(TurnLabel("ok", call.name, turn=t))
