@@ -118,3 +118,39 @@ def default_task_set(split: str, domains: tuple[str, ...] | None = None) -> Task
     if domains is None:
         return TaskSet(TRAIN_DOMAINS, split, OOD_DOMAINS)
     return TaskSet(tuple(domains), split)
+
+
+#: Seeds of fresh train-phrasing tasks: beyond every split (train 0-399, test 100_000+, ood
+#: 200_000+) and beyond the warm start's extra tasks (10_000+), so that RL can play tasks that no
+#: supervised step has seen. An SFT warm start has memorised its own tasks; RL on those sharpens
+#: recall, RL on unseen ones trains the skill the held-out evaluation measures.
+FRESH_SEED = 300_000
+
+
+def held_out_requests(domains: tuple[str, ...] | None = None) -> frozenset[str]:
+    """The opening request of every test and ood task: a generated task that repeats one is not
+    independent of the evaluation and is left out of training data."""
+    held: set[str] = set()
+    for split in ("test", "ood"):
+        ts = default_task_set(split, domains)
+        held |= {ts[i].turns[0].message for i in range(len(ts))}
+    return frozenset(held)
+
+
+def fresh_tasks(count: int, domains: tuple[str, ...] | None = None,
+                difficulties: tuple[int, ...] = DIFFICULTIES, start: int = FRESH_SEED) -> list[Task]:
+    """Train-phrasing tasks of seeds ``start .. start + count - 1``, cycling the train domains and
+    ``difficulties`` as a split does; tasks whose request repeats a test or ood request are left
+    out, so fewer than ``count`` may come back."""
+    if count < 0:
+        raise ValueError(f"count must be >= 0, got {count}")
+    if not difficulties or any(d not in DIFFICULTIES for d in difficulties):
+        raise ValueError(f"difficulties must be a non-empty subset of {DIFFICULTIES}, got {difficulties}")
+    pool = default_task_set("train", domains).domains
+    held = held_out_requests(domains)
+    out = []
+    for k in range(count):
+        task = generate(pool[k % len(pool)], start + k, difficulties[(k // len(pool)) % len(difficulties)], "train")
+        if task.turns[0].message not in held:
+            out.append(task)
+    return out

@@ -51,17 +51,24 @@ def _make_env(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> Any:
 
 
 def make_dataset(env_id: str = "seal/ToolUse-v0", split: str = "train", *, num_rows: int | None = None,
-                 env_kwargs: Mapping[str, Any] | None = None) -> Any:
-    """An HF ``datasets.Dataset``: one conversational prompt per task of ``split`` (first ``num_rows``)."""
+                 env_kwargs: Mapping[str, Any] | None = None, tasks: Sequence[Any] | None = None) -> Any:
+    """An HF ``datasets.Dataset``: one conversational prompt per task of ``split`` (first
+    ``num_rows``), or per task of ``tasks`` (``Task`` objects such as
+    :func:`seal_envs.tasks.fresh_tasks` returns; ``task_index`` is then the position in ``tasks``)."""
     from datasets import Dataset
 
     env = _make_env(env_id, {"split": split, **dict(env_kwargs or {})})
     task_set = env.unwrapped.task_set
-    count = len(task_set) if num_rows is None else min(int(num_rows), len(task_set))
+    size = len(task_set) if tasks is None else len(tasks)
+    count = size if num_rows is None else min(int(num_rows), size)
     rows = []
     for index in range(count):
-        seed = task_set.slot(index).seed if hasattr(task_set, "slot") else index
-        _, info = env.reset(seed=seed, options={"index": index})
+        if tasks is not None:
+            seed, options = tasks[index].seed, {"task_id": tasks[index].task_id}
+        else:
+            seed = task_set.slot(index).seed if hasattr(task_set, "slot") else index
+            options = {"index": index}
+        _, info = env.reset(seed=seed, options=options)
         meta = {"seed": int(seed), "task_id": info["task_id"], "env_id": env_id}
         first, *rest = info["messages"]
         prompt = [{"role": first["role"], "content": first["content"], META_KEY: meta},

@@ -15,12 +15,13 @@ import json
 import math
 import time
 from pathlib import Path
+from typing import Any
 
 #: The defaults of ``seal train`` (the recipe measured in docs/trainer.md).
 RECIPE = {
     "model": "default", "env": "seal/ToolUse-Bank-v0", "steps": 12, "tasks_per_step": 8, "num_generations": 8,
     "lr": 5e-4, "temperature": 1.0, "beta": 0.0, "loss_type": "dapo", "num_iterations": 1,
-    "difficulties": "2", "reward_mode": "binary", "skip_uniform_tasks": 0, "resample_uniform_groups": 0,
+    "difficulties": "2", "rl_tasks": "fresh", "reward_mode": "binary", "skip_uniform_tasks": 0, "resample_uniform_groups": 0,
     "max_turns": 12, "max_new_tokens": 64, "eval_tasks": 100, "weighting": "none", "evolution": False,
 }
 
@@ -93,6 +94,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="optimisation passes over each batch of rollouts (default %(default)s)")
     p.add_argument("--difficulties", type=_difficulties, default=_difficulties(r["difficulties"]),
                    help=f"difficulties (1 to 4) of the RL tasks, e.g. 1,2 (default {r['difficulties']})")
+    p.add_argument("--rl-tasks", default=r["rl_tasks"], choices=["fresh", "train"],
+                   help="fresh: new generated tasks that neither the warm start nor any split has seen; "
+                        "train: the train split's 400 (sources without a generator, such as BFCL, always "
+                        "use these) (default %(default)s)")
     p.add_argument("--reward-mode", default=r["reward_mode"], choices=["binary", "progress"],
                    help="binary: 1 when every check passed; progress: the fraction of user turns passed "
                         "(default %(default)s)")
@@ -131,20 +136,48 @@ def prepare_out(out: Path, overwrite: bool) -> Path:
     return out
 
 
-def rl_dataset(env_id: str, difficulties: tuple[int, ...] | None, env_kwargs: dict | None = None):
-    """The train split's tasks of the given difficulties (all of them for ``None`` or a task source
-    without difficulty levels, such as BFCL)."""
-    import gymnasium as gym
-
-    import seal_envs  # noqa: F401
+def rl_dataset(env_id: str, difficulties: tuple[int, ...] | None, env_kwargs: dict | None = None,
+               pool: str = "train", size: int = 400):
+    """The RL tasks of the given difficulties (all of them for ``None`` or a task source without
+    difficulty levels, such as BFCL): the train split's (``pool="train"``), or ``size`` fresh
+    train-phrasing tasks that no split and no warm-start step contains (``pool="fresh"``,
+    :func:`seal_envs.tasks.fresh_tasks`; only for sources that generate tasks)."""
+    from seal_envs.tasks import fresh_tasks
     from seal_trl.data import make_dataset
 
+    task_set = _train_task_set(env_id, env_kwargs)
+    generated = hasattr(task_set, "slot")
+    if pool == "fresh":
+        if not generated:
+            raise ValueError(f"{env_id} has a fixed task list, not a generator: fresh tasks need one "
+                             "(use the train split's tasks: --rl-tasks train)")
+        tasks = fresh_tasks(size, task_set.domains, tuple(difficulties or ()) or (1, 2, 3, 4))
+        return make_dataset(env_id, "train", env_kwargs=env_kwargs, tasks=tasks)
+    if pool != "train":
+        raise ValueError(f"pool must be 'train' or 'fresh', got {pool!r}")
     ds = make_dataset(env_id, "train", env_kwargs=env_kwargs)
-    task_set = gym.make(env_id, split="train", **(env_kwargs or {})).unwrapped.task_set
-    if difficulties is None or not hasattr(task_set, "slot"):
+    if difficulties is None or not generated:
         return ds
     keep = set(difficulties)
     return ds.filter(lambda row: task_set.slot(row["task_index"]).difficulty in keep)
+
+
+def rl_tasks(args: argparse.Namespace, log) -> Any:
+    """The RL dataset of ``seal train``: fresh tasks, enough for every update to see new ones."""
+    pool = args.rl_tasks
+    if pool == "fresh" and not hasattr(_train_task_set(args.env), "slot"):
+        log(f"[seal train] {args.env} has a fixed task list: RL uses its train split")
+        pool = "train"
+    size = max(400, 2 * args.steps * args.tasks_per_step)
+    return rl_dataset(args.env, args.difficulties, pool=pool, size=size)
+
+
+def _train_task_set(env_id: str, env_kwargs: dict | None = None):
+    import gymnasium as gym
+
+    import seal_envs  # noqa: F401
+
+    return gym.make(env_id, split="train", **(env_kwargs or {})).unwrapped.task_set
 
 
 def evaluate(model, tokenizer, env_id: str, tasks: int, log, progress=None) -> dict | None:
@@ -202,7 +235,7 @@ def run(args: argparse.Namespace) -> Path:
     )
     callback = run_folder_callback(out)
     trainer = SEALGRPOTrainer(model=model, args=config, processing_class=tokenizer,
-                              train_dataset=rl_dataset(args.env, args.difficulties), callbacks=[callback])
+                              train_dataset=rl_tasks(args, log), callbacks=[callback])
     callback.coevolution = trainer.seal_coevolution
     train_start = time.perf_counter()
     trainer.train()

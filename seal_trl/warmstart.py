@@ -101,23 +101,12 @@ def extra_conversations(num_tasks: int, difficulties=(1, 2, 3, 4),
     import gymnasium as gym
 
     import seal_envs  # noqa: F401
-    from seal_envs.tasks import default_task_set, generate
+    from seal_envs.tasks import fresh_tasks
 
-    pool = default_task_set("train", domains).domains  # None: the env's default train domains
-    held = set()
-    for split in ("test", "ood"):
-        ts = default_task_set(split, domains)
-        held |= {ts[i].turns[0].message for i in range(len(ts))}
+    tasks = fresh_tasks(num_tasks, domains, tuple(difficulties), start=EXTRA_SEED)
     env = gym.make(ENV_ID, domains=domains).unwrapped
-    out, dropped = [], 0
-    for k in range(num_tasks):
-        domain = pool[k % len(pool)]
-        difficulty = difficulties[(k // len(pool)) % len(difficulties)]
-        task = generate(domain, EXTRA_SEED + k, difficulty, "train")
-        if task.turns[0].message in held:
-            dropped += 1
-            continue
-        out.append(_play(env, {"task": task}))
+    out = [_play(env, {"task": task}) for task in tasks]
+    dropped = num_tasks - len(tasks)
     env.close()
     return out, dropped
 

@@ -79,3 +79,27 @@ class _LazyRollout:
     @property
     def current_envs(self):
         return self.rollout_func.state["rollout"].current_envs
+
+
+def test_dataset_of_given_tasks_resets_to_exactly_those_tasks():
+    from seal_envs.tasks import fresh_tasks
+
+    tasks = fresh_tasks(4, ("bank",), (2,))
+    ds = make_dataset("seal/ToolUse-Bank-v0", "train", tasks=tasks)
+    assert ds["task_id"] == [t.task_id for t in tasks] and ds["seed"] == [t.seed for t in tasks]
+    env = gym.make("seal/ToolUse-Bank-v0")
+    for row, task in zip(ds, tasks):
+        _, info = env.reset(*(), **dict(zip(("seed", "options"), reset_args(row))))
+        assert info["task_id"] == task.task_id and info["messages"][1]["content"] == task.turns[0].message
+
+
+def test_rl_dataset_pools():
+    from seal_trl.train import rl_dataset
+
+    fresh = rl_dataset("seal/ToolUse-Bank-v0", (2, 3), pool="fresh", size=20)
+    train = rl_dataset("seal/ToolUse-Bank-v0", (2, 3), pool="train")
+    assert len(train) == 200 and 15 <= len(fresh) <= 20
+    assert not set(fresh["task_id"]) & set(train["task_id"])
+    assert {tid.split("/")[2] for tid in fresh["task_id"]} == {"d2", "d3"}
+    with pytest.raises(ValueError, match="pool"):
+        rl_dataset("seal/ToolUse-Bank-v0", (2,), pool="test")
