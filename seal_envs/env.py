@@ -265,6 +265,7 @@ class ToolUseEnv(gym.Env):
         self.turn = 0
         self.revealed = False
         self.steps: list[StepRecord] = []
+        self.immediate_labels: list = []
         self.record = EpisodeRecord()
         self.turn_texts: list[str] = []
         self.turn_results: list = []
@@ -295,6 +296,7 @@ class ToolUseEnv(gym.Env):
         record = self._act(action)
         self.steps.append(record)
         label = immediate_label(record, self.steps[:-1])
+        self.immediate_labels.append(label)  # diagnosis at the end reuses them
         terminated = self.done
         truncated = not terminated and len(self.steps) >= self.max_steps
         if truncated:
@@ -328,14 +330,15 @@ class ToolUseEnv(gym.Env):
         r = self.record
         return (len(self.steps), len(self.messages), self._last, self.turn, self.revealed, set(self.available), self.done,
                 list(self.turn_texts), list(self.turn_results), len(r.turn_states), len(r.turn_answers),
-                len(r.turn_results), len(r.violations), set(r.guessed_withheld))
+                len(r.turn_results), len(r.violations), set(r.guessed_withheld), len(self.immediate_labels))
 
     def _restore(self, saved: tuple) -> None:
         """Undo a step that raised, so the episode is as it was before the action."""
         (n_steps, n_messages, self._last, self.turn, self.revealed, self.available, self.done, self.turn_texts,
-         self.turn_results, n_states, n_answers, n_results, n_violations, guessed) = saved
+         self.turn_results, n_states, n_answers, n_results, n_violations, guessed, n_labels) = saved
         r = self.record
         del self.steps[n_steps:], self.messages[n_messages:], r.turn_states[n_states:], r.turn_answers[n_answers:]
+        del self.immediate_labels[n_labels:]
         del r.turn_results[n_results:], r.violations[n_violations:]
         r.guessed_withheld = guessed
 
@@ -403,7 +406,8 @@ class ToolUseEnv(gym.Env):
 
     def _finish(self, truncated: bool) -> tuple[float, dict]:
         verdict = self.task_set.verify(self.task, self.record)
-        diagnose_fn = self.diagnoser or (lambda t, s, v, sp: diagnose(t, s, v, sp, truncated=truncated))
+        diagnose_fn = self.diagnoser or (lambda t, s, v, sp: diagnose(t, s, v, sp, truncated=truncated,
+                                                                     immediate=self.immediate_labels))
         labels = diagnose_fn(self.task, self.steps, verdict, self.specs)
         reward = float(verdict.passed) if self.reward_mode == "binary" else float(verdict.progress)
         self.verdict, self.labels = verdict, labels

@@ -27,7 +27,6 @@ context with ``mpmath``'s precision restored afterwards, so no call leaves proce
 
 from __future__ import annotations
 
-import copy
 import decimal
 import difflib
 import inspect
@@ -37,6 +36,7 @@ from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
 from seal_envs.core.backend import Backend
+from seal_envs.core.datacopy import deep_copy, deep_copy_objects
 from seal_envs.core.types import CallEvent, ToolCall, ToolSpec
 from seal_envs.core.validation import validate_arguments
 
@@ -154,8 +154,22 @@ def result_text(result: Any) -> str:
 _OBJECT_FIELDS = {"Directory": ("name", "contents"), "File": ("name", "content")}
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def jsonable(value: Any) -> Any:
-    """A JSON-compatible copy that compares (``==``) as bfcl-eval's state checker compares."""
+    """A JSON-compatible copy that compares (``==``) as bfcl-eval's state checker compares.
+
+    Exact built-in types are tested first by identity of type (the states are mostly plain
+    dicts, lists and scalars, and this runs over a whole state at every turn's end); subclasses
+    and everything else take the general branches below, as they always did."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {k if isinstance(k, str) else str(k): jsonable(v) for k, v in value.items()}
+    if kind is list:
+        return [jsonable(v) for v in value]
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     if isinstance(value, dict):
@@ -186,9 +200,11 @@ class BFCLBackend(Backend):
         for name in state["involved_classes"]:
             instance = loader.backend_class(name)()
             if not loader.stateless(name):
-                instance._load_scenario(copy.deepcopy(config.get(name, {})),
+                instance._load_scenario(deep_copy(config.get(name, {})),
                                         long_context=bool(state.get("long_context", False)))
-            instance.__dict__ = copy.deepcopy(instance.__dict__)  # unlink module-level data (see above)
+            # unlink module-level data (see above); one copy of the whole dict, so attributes
+            # that share objects (the file system's current directory) still share them
+            instance.__dict__ = deep_copy_objects(instance.__dict__)
             self.instances[name] = instance
         self.methods = {tool: getattr(self.instances[name], tool)
                         for name in self.instances for tool in class_specs(name)}
@@ -238,7 +254,7 @@ class BFCLBackend(Backend):
                                           hint=error.problem))
         try:  # as in bfcl-eval, turning the result into text is part of the call (a huge int fails there)
             with _NoGlobalPrecision():
-                result = method(**copy.deepcopy(dict(call.arguments)))
+                result = method(**deep_copy(dict(call.arguments)))
                 text = result_text(result)
                 value = jsonable(result)  # at the precision the call asked for
         except Exception as e:  # noqa: BLE001 - bfcl-eval records every exception as the call's result

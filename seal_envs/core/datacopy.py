@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import marshal
 import math
+import pickle
 from typing import Any
 
 
@@ -40,6 +41,23 @@ def deep_copy(value: Any) -> Any:
     try:
         return marshal.loads(marshal.dumps(value))
     except ValueError:
+        return copy.deepcopy(value)
+
+
+def deep_copy_objects(value: Any) -> Any:
+    """A deep copy of plain data and of objects that keep Python's default copy protocol
+    (``__reduce_ex__``, ``__getstate__``/``__setstate__``), which ``deepcopy`` follows too:
+    marshal for plain data, else a ``pickle`` round trip, which rebuilds the same objects in C
+    (shared objects stay shared). Only for values whose classes define no ``__deepcopy__``
+    (bfcl-eval's API classes: a ``random.Random`` state of 625 integers walked in Python was
+    most of a BFCL reset). Anything pickle refuses falls back to ``copy.deepcopy``."""
+    try:
+        return marshal.loads(marshal.dumps(value))
+    except ValueError:
+        pass
+    try:
+        return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+    except (pickle.PicklingError, TypeError, AttributeError, ValueError, RecursionError):
         return copy.deepcopy(value)
 
 

@@ -126,10 +126,12 @@ def _align_turn(task: Task, steps: Sequence[StepRecord], labels: list[TurnLabel]
     state_ok = any(c.name == f"state_turn_{turn}" and c.passed for c in verdict.checks)
     response_ok = all(c.passed for c in verdict.checks if c.name == f"response_turn_{turn}")
     unmatched = list(range(len(plan)))
+    plan_keys = [c.key() for c in plan]  # calls compare by key: spell each once, not per comparison
     matched_order: list[tuple[int, int]] = []  # (plan index, step index)
     for i in idx:
         for call, event in zip(steps[i].calls, steps[i].events):
-            hit = next((p for p in unmatched if plan[p] == call), None)
+            key = call.key() if unmatched else None
+            hit = next((p for p in unmatched if plan_keys[p] == key), None)
             if not event.ok:
                 if hit is not None and any(q < hit for q in unmatched):  # the right call, made too early
                     labels[i] = TurnLabel("wrong_order", call.name, event.param, event.kind, turn,
@@ -173,9 +175,14 @@ def _align_turn(task: Task, steps: Sequence[StepRecord], labels: list[TurnLabel]
 
 
 def diagnose(task: Task, steps: Sequence[StepRecord], verdict: Verdict,
-             specs: Mapping[str, ToolSpec], truncated: bool = False) -> list[TurnLabel]:
-    """Final labels, one per step, aligned with the actions taken."""
-    labels = [immediate_label(s, steps[:i]) for i, s in enumerate(steps)]
+             specs: Mapping[str, ToolSpec], truncated: bool = False,
+             immediate: Sequence[TurnLabel] | None = None) -> list[TurnLabel]:
+    """Final labels, one per step, aligned with the actions taken. ``immediate``: the
+    :func:`immediate_label` of every step, when the caller kept them as the steps were taken."""
+    if immediate is not None and len(immediate) == len(steps):
+        labels = list(immediate)
+    else:
+        labels = [immediate_label(s, steps[:i]) for i, s in enumerate(steps)]
     for turn in sorted({s.turn for s in steps}):
         _align_turn(task, steps, labels, turn, verdict, specs)
     if truncated and not verdict.passed and labels and labels[-1].label == "ok":

@@ -11,9 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 
+# What json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")) builds
+# afresh at every call; made once, since every call and state is spelt this way (issue 16).
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
 def canonical_json(value: Any) -> str:
     """One spelling per value: how calls and states are compared and hashed."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return _CANONICAL.encode(value)
 
 
 @dataclass(frozen=True)
