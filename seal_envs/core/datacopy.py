@@ -98,6 +98,9 @@ class FrozenData:
         if self._code is None:
             self._snapshot = Snapshot(value)
 
+    def __reduce__(self):  # a code object does not pickle: an env that holds one still must
+        return (FrozenData, (self.copy(),))
+
     def copy(self) -> Any:
         if self._code is not None:
             return eval(self._code, {"__builtins__": {}})  # a literal: builds data, runs nothing
