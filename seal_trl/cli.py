@@ -391,14 +391,16 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_warmstart(args: argparse.Namespace) -> int:
     import dataclasses
 
+    out = Path(args.out)
+    if out.is_dir() and any(p.name != ".gitkeep" for p in out.iterdir()) and not args.overwrite:
+        raise CLIError(f"{out} is not empty; pass --overwrite to replace the checkpoint in it")
+    if args.init and not Path(args.init).is_dir():
+        raise CLIError(f"--init {args.init} is not a checkpoint folder; pass the folder of a warm start")
+    check_out(out)  # before torch loads and the training starts
+
     import torch
 
     from seal_trl.checkpoint import DEFAULT_WARMSTART, make_default_checkpoint
-
-    out = Path(args.out)
-    if out.exists() and any(p.name != ".gitkeep" for p in out.iterdir()) and not args.overwrite:
-        raise CLIError(f"{out} is not empty; pass --overwrite to replace the checkpoint in it")
-    out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(args.threads)
     cfg = DEFAULT_WARMSTART if args.steps is None else dataclasses.replace(DEFAULT_WARMSTART, max_steps=args.steps)
     if args.init:

@@ -336,6 +336,8 @@ def _required(name):
     (["train", "--env", "seal/Nope-v0", "--model", "does/not-exist"], "unknown environment id"),
     (["show", "bank/train/3/2"], "did you mean bank/train/d3/2?"),
     (["report", "no/such/run"], "no/such/run"),
+    (["warmstart", "--out", "/proc/seal-cannot-write", "--quiet"], "cannot write to --out"),
+    (["warmstart", "--out", "ck", "--init", "no/such/checkpoint"], "--init no/such/checkpoint is not a checkpoint"),
 ])
 def test_expected_failures_are_one_line_before_any_slow_work(args, fragment, tmp_path):
     """A bad env id, split, index or --out is found before a model loads: one line, exit 2, fast."""
