@@ -329,6 +329,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     check_env(args.env, args.split)
     if args.out:
         check_out(args.out)
+    if args.agent.startswith("openai:"):  # a server that is down or refuses the key: say so before episode 1
+        from seal_envs.openai_agent import check_server, parse_openai_spec
+
+        try:
+            base_url, _ = parse_openai_spec(args.agent)
+        except ValueError as e:
+            raise CLIError(str(e)) from None
+        check_server(base_url)
     if args.agent.startswith("hf:") and (args.device or "").startswith("cuda"):
         import torch
 

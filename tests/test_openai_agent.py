@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from seal_envs.openai_agent import OpenAIChatAgent, OpenAIError
+from seal_envs.openai_agent import OpenAIChatAgent, OpenAIError, check_server
 
 OK = {"choices": [{"message": {"role": "assistant", "content": "Done."}}]}
 INFO = {"messages": [{"role": "user", "content": "hi"}], "tools": []}
@@ -22,6 +22,7 @@ class Server:
     def __init__(self, behave, host="127.0.0.1"):
         self.requests: list[dict] = []
         self.posts: list[tuple[str, bytes]] = []  # (path, body) of each request
+        self.gets: list[tuple[str, dict]] = []  # (path, headers) of each GET
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -32,6 +33,10 @@ class Server:
                 length = int(self.headers.get("Content-Length", 0))
                 outer.posts.append((self.path, self.rfile.read(length)))
                 outer.requests.append(dict(self.headers))
+                behave(self)
+
+            def do_GET(self):  # the pre-flight's GET /models; recorded apart from the chat POSTs
+                outer.gets.append((self.path, dict(self.headers)))
                 behave(self)
 
         self.httpd = http.server.ThreadingHTTPServer((host, 0), Handler)
@@ -190,3 +195,85 @@ def test_evaluate_keeps_played_episodes_when_a_call_fails(serve):
     errors = [e.get("agent_error") for e in result.episodes]
     assert sum(e is not None for e in errors) == 1 and "HTTP 400" in next(e for e in errors if e)
     assert all("verification" not in e and e["failed_checks"] is not None for e in result.episodes)
+
+
+# -- the pre-flight: GET /models once, before any episode -------------------------------------
+def closed_port_url() -> str:
+    """A base url on 127.0.0.1 whose port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_check_server_passes_a_server_that_answers_or_lacks_models(serve):
+    for status in (200, 404, 405, 500):  # not every server serves /models: only the key is judged here
+        server = serve(answer(b'{"data": []}', status))
+        check_server(server.url + "/", api_key="sk-x", timeout=5)
+        assert [path for path, _ in server.gets] == ["/v1/models"]
+        assert server.gets[0][1].get("Authorization") == "Bearer sk-x"
+    server = serve(answer(b"{}"))
+    check_server(server.url + "/chat/completions", api_key="", timeout=5)  # a full chat url works too
+    assert [path for path, _ in server.gets] == ["/v1/models"] and "Authorization" not in server.gets[0][1]
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_check_server_names_a_refused_key(serve, monkeypatch, status):
+    server = serve(answer(b'{"error": "invalid api key"}', status))
+    with pytest.raises(OpenAIError, match=f"refused the API key.*HTTP {status}.*invalid api key.*OPENAI_API_KEY"):
+        check_server(server.url, api_key="sk-wrong", timeout=5)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(OpenAIError, match="needs an API key and none was sent"):
+        check_server(server.url, timeout=5)
+    assert not server.posts
+
+
+def test_check_server_names_an_unreachable_server_quickly():
+    url = closed_port_url()
+    start = time.monotonic()
+    with pytest.raises(OpenAIError, match=f"cannot reach the server at {url} .*is it running"):
+        check_server(url, timeout=5)
+    with pytest.raises(OpenAIError, match="cannot reach the server at http://no-such-host.invalid"):
+        check_server("http://no-such-host.invalid/v1", timeout=5)
+    assert time.monotonic() - start < 20
+
+
+def test_check_server_times_out_on_a_silent_server(serve):
+    server = serve(lambda h: time.sleep(3))  # accepts, never answers in time
+    start = time.monotonic()
+    with pytest.raises(OpenAIError, match="cannot reach.*within 0.5 s.*timed out"):
+        check_server(server.url, timeout=0.5)
+    assert time.monotonic() - start < 2.5
+
+
+def _seal_eval(agent: str, *extra: str, env=None):
+    import os
+    import subprocess
+    import sys
+
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "seal_trl.cli", "eval", "seal/ToolUse-Bank-v0", "--agent", agent,
+                           "--split", "test", "--limit", "5", *extra], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+    return done, time.monotonic() - start
+
+
+def test_seal_eval_stops_before_the_episodes_when_the_server_is_down(tmp_path):
+    url = closed_port_url()
+    done, took = _seal_eval(f"openai:{url}#m", "--out", str(tmp_path / "out"))
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("seal: error: cannot reach the server at " + url), lines
+    assert "Traceback" not in done.stderr and "episode" not in done.stderr  # no bar, no "failed in N episodes"
+    assert done.stdout == "" and not (tmp_path / "out" / "eval.json").exists()  # no episode ran, none was saved
+    assert took < 20, took  # one refused connection, not 5 episodes x 3 attempts with back-off
+
+
+def test_seal_eval_stops_before_the_episodes_when_the_key_is_refused(serve):
+    server = serve(answer(b'{"error": "bad key"}', 401))
+    done, took = _seal_eval(f"openai:{server.url}#m", env={"OPENAI_API_KEY": "sk-wrong"})
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "refused the API key" in lines[0] and "OPENAI_API_KEY" in lines[0], lines
+    assert [path for path, _ in server.gets] == ["/v1/models"] and not server.posts  # no chat request: no episode
+    assert took < 20, took
