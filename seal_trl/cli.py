@@ -557,6 +557,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = getattr(args, "debug", False) or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    if getattr(args, "quiet", False):  # no bar at all, the Hugging Face libraries' own included
+        from seal_trl.progress import silence_library_bars
+
+        silence_library_bars()
     try:
         return args.func(args)
     except BrokenPipeError:  # `seal ... | head`: stop quietly

@@ -3,11 +3,13 @@
 The library functions report progress through a plain ``progress(done, total)`` callback, so
 they stay free of tqdm and of printing; the CLI turns that callback into a bar here. ``quiet``
 gives a callback that does nothing. Without tqdm (a ``seal_envs``-only install) the bar is a
-``\\r`` counter with the same rate and ETA.
+``\\r`` counter with the same rate and ETA. :func:`silence_library_bars` turns off the bars the
+Hugging Face libraries draw on their own, for ``--quiet``.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Callable
@@ -53,3 +55,28 @@ def _counter(desc: str, unit: str) -> Progress:
               file=sys.stderr, flush=True)
 
     return update
+
+
+def silence_library_bars() -> None:
+    """Turn off the tqdm bars of transformers, huggingface_hub and datasets.
+
+    Why: ``--quiet`` promises no progress bars, and ours are not the only ones; transformers
+    draws "Writing model shards" when a run saves its model, "Loading checkpoint shards" when a
+    large one loads, the Hub one per download and datasets one per ``map``. The environment
+    variables cover the libraries not imported yet (nothing is imported here, so a base install
+    without them pays nothing); the ones already imported are told directly.
+    """
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if "transformers" in sys.modules:
+        from transformers.utils.logging import disable_progress_bar
+
+        disable_progress_bar()
+    if "datasets" in sys.modules:
+        from datasets.utils import disable_progress_bars as disable_datasets_bars
+
+        disable_datasets_bars()

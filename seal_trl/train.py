@@ -208,10 +208,12 @@ def run(args: argparse.Namespace) -> Path:
     if args.threads:
         torch.set_num_threads(args.threads)
     out = prepare_out(Path(args.out), args.overwrite)
-    model, tokenizer = load_model_and_tokenizer(args.model)
-    from seal_trl.progress import progress_bar
+    from seal_trl.progress import progress_bar, silence_library_bars
 
     quiet = getattr(args, "quiet", False)
+    if quiet:  # transformers' own bars too ("Loading weights" now, "Writing model shards" at the end)
+        silence_library_bars()
+    model, tokenizer = load_model_and_tokenizer(args.model)
     log = print  # the results; --quiet turns off the bars only
     bar = lambda desc: progress_bar(desc, "episode", quiet)  # noqa: E731  (one bar per evaluation)
     log(f"[seal train] {args.model} on {args.env}: greedy evaluation on {args.eval_tasks} held-out test tasks")

@@ -12,6 +12,7 @@ def test_seal_train_writes_a_run_folder(tmp_path):
            "16", "--max-turns", "2", "--eval-tasks", "2", "--evolution", "--weighting", "turn"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "%|" in done.stderr  # progress bars without --quiet (the other run below is --quiet)
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1, 2]
     assert all("success_rate" in m and "surface_version" in m for m in metrics)
@@ -41,11 +42,15 @@ def test_seal_train_rejects_bad_numbers_fast(tmp_path):
 
 
 def test_seal_train_defaults_start_from_the_shipped_agent(tmp_path):
+    """The defaults (model, env) give a trained-before agent; run with --quiet, which must hide
+    every progress bar but no result."""
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "seal_trl.cli", "train", "--out", str(out), "--steps", "1", "--tasks-per-step", "1",
-           "--num-generations", "2", "--eval-tasks", "2", "--max-turns", "3", "--threads", "1"]
+           "--num-generations", "2", "--eval-tasks", "2", "--max-turns", "3", "--threads", "1", "--quiet"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    # --quiet: no bar at all (ours, the Trainer's, transformers' "Writing model shards"), the results still printed
+    assert "%|" not in done.stderr and "%|" not in done.stdout, done.stderr[-3000:]
     evaluation = json.loads((out / "evaluation.json").read_text())
     assert evaluation["settings"]["model"] == "default" and evaluation["settings"]["env"] == "seal/ToolUse-Bank-v0"
     # the shipped agent solves the first held-out task (difficulty 1) before training: it is not a random model
