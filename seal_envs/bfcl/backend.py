@@ -166,10 +166,11 @@ def jsonable(value: Any) -> Any:
     kind = type(value)
     if kind in _SCALARS:
         return value
-    if kind is dict:
-        return {k if isinstance(k, str) else str(k): jsonable(v) for k, v in value.items()}
+    if kind is dict:  # scalar values are kept in place, without a call each
+        return {k if isinstance(k, str) else str(k): v if type(v) in _SCALARS else jsonable(v)
+                for k, v in value.items()}
     if kind is list:
-        return [jsonable(v) for v in value]
+        return [v if type(v) in _SCALARS else jsonable(v) for v in value]
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     if isinstance(value, dict):

@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from .types import ToolCall
 
@@ -82,7 +83,10 @@ def json_data(value: Any, where: str = "action", budget: int = MAX_ACTION_CHARS,
         used += 1
         if used > budget:
             raise FormatError(f"{where}: larger than {budget} characters as JSON")
-        if item is None or isinstance(item, bool):
+        if type(item) is str:  # the commonest value, tested first
+            out = item
+            used += len(out)
+        elif item is None or isinstance(item, bool):
             out: Any = item
         elif isinstance(item, float):
             out = float(item)
@@ -98,7 +102,7 @@ def json_data(value: Any, where: str = "action", budget: int = MAX_ACTION_CHARS,
             out = [None] * len(item)
             for i in range(len(item) - 1, -1, -1):
                 stack.append((item[i], out, i, depth + 1, (path, i)))
-        elif isinstance(item, Mapping):
+        elif type(item) is dict or isinstance(item, Mapping):  # the exact type skips the ABC check
             out = {}
             for k in item:
                 if not isinstance(k, str):

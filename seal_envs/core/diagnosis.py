@@ -88,11 +88,12 @@ def immediate_label(step: StepRecord, history: Sequence[StepRecord]) -> TurnLabe
         return TurnLabel("ok", turn=t, abstention=step.asked_withheld)
     prev = history[-1] if history else None
     repeated = _failed_calls(prev) if prev is not None and prev.turn == t else set()
-    # the keys of this turn's earlier successes, spelt only if a success here may repeat one
-    # (each key is a JSON dump, and this runs every step)
-    needs_earlier = not step.guessed_withheld and any(e.ok for e in step.events)
-    earlier_ok = {c.key() for h in history if h.turn == t for c, e in zip(h.calls, h.events) if e.ok} \
-        if needs_earlier else set()
+    # the keys of this turn's earlier successes, spelt only for the tools a success here may
+    # repeat (a key is a JSON dump, and this runs every step: spelling every earlier call of
+    # the turn made a long turn quadratic); a key names its tool, so others cannot match
+    ok_names = {c.name for c, e in zip(step.calls, step.events) if e.ok} if not step.guessed_withheld else set()
+    earlier_ok = {c.key() for h in history if h.turn == t for c, e in zip(h.calls, h.events)
+                  if e.ok and c.name in ok_names} if ok_names else set()
     labels = []
     for call, event in zip(step.calls, step.events):
         if not event.ok and repeated and call.key() in repeated:

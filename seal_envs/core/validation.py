@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from jsonschema import Draft202012Validator
 
@@ -166,9 +167,15 @@ def _describe(error, tool: str) -> ArgumentError:
 def _non_finite(value: Any, path: tuple[str, ...] = ()) -> tuple[tuple[str, ...], float] | None:
     """The path of the first NaN or infinity in ``value`` (arguments are depth-bounded by the
     parser, so the recursion is too)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # the usual leaves, at once
+        return None
     if isinstance(value, float) and not math.isfinite(value):
         return path, value
-    items = value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, list) else ()
+    if kind is dict or isinstance(value, Mapping):  # the exact type skips the ABC check
+        items = value.items()
+    else:
+        items = enumerate(value) if isinstance(value, list) else ()
     for key, item in items:
         found = _non_finite(item, path + (str(key),))
         if found is not None:
