@@ -110,6 +110,8 @@ def _fast_check(schema: Any) -> Check:
                 len(v) >= n if least else len(v) <= n))
         else:
             return _never
+    if len(checks) == 1:  # the usual parameter ({"type": ...} and a description): no wrapper
+        return checks[0]
     return lambda value: all(check(value) for check in checks)
 
 
