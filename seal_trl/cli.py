@@ -497,8 +497,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(p)
     p.set_defaults(func=cmd_train)
 
-    p = sub.add_parser("warmstart", help="train the default agent (SFT on oracle trajectories) with provenance "
-                       "(tens of minutes on 2 CPU cores; the shipped agent took 32 min)")
+    p = sub.add_parser("warmstart", help="train a warm start by the default agent's recipe (SFT on oracle "
+                       "trajectories) with provenance (about 40 min on 2 CPU cores at the defaults, an estimate "
+                       "scaled from the shipped agent's two runs of 32 min each)")
     p.add_argument("--out", required=True, help="checkpoint folder (required; the shipped one is "
                    "seal_trl/checkpoints/default)")
     p.add_argument("--steps", type=positive_int, help="optimizer steps (default: the recipe's, 2000)")
