@@ -68,6 +68,34 @@ def _difficulties(text: str) -> tuple[int, ...]:
     return values
 
 
+def _config_field(text: str) -> tuple[str, Any]:
+    """``FIELD=VALUE`` for ``--set``: the field must be one of SEALConfig's (checked without
+    importing TRL when it is not installed: the trainer then refuses it at start)."""
+    name, sep, raw = text.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected FIELD=VALUE, got {text!r}")
+    known = _config_fields()
+    if known is not None and name not in known:
+        close = sorted(f for f in known if name.replace("-", "_") in f)[:5]
+        raise argparse.ArgumentTypeError(f"{name!r} is not a SEALConfig field" + (f"; did you mean {', '.join(close)}?" if close else ""))
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    return name, value
+
+
+def _config_fields() -> set[str] | None:
+    try:
+        import dataclasses
+
+        from seal_trl.config import SEALConfig
+    except ImportError:
+        return None
+    return {f.name for f in dataclasses.fields(SEALConfig)}
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of ``seal train``; every help names its default and unit (issue 20)."""
     r = RECIPE
@@ -124,6 +152,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=non_negative_int, default=0, help="random seed, >= 0 (default %(default)s)")
     p.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--gpu", action="store_true", help="train on the GPU with bf16 (default off: CPU, fp32)")
+    p.add_argument("--set", dest="config_set", type=_config_field, action="append", default=[], metavar="FIELD=VALUE",
+                   help="set any SEALConfig/GRPOConfig field, after the flags above; VALUE is JSON when it parses "
+                        "(numbers, true, {\"ok\": 0.05}) and a string otherwise; repeatable "
+                        "(e.g. --set tag_source=label --set apply_to=negative)")
     p.add_argument("--quiet", action="store_true", help="no progress bars; results are still printed (default off)")
 
 
@@ -207,6 +239,11 @@ def run(args: argparse.Namespace) -> Path:
     start = time.perf_counter()
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.config_set:  # a bad --set value fails now, not after the model loads and the first evaluation
+        try:
+            SEALConfig(output_dir=str(args.out), use_cpu=True, report_to="none", **dict(args.config_set))
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"--set {', '.join(k for k, _ in args.config_set)}: {err}") from None
     out = prepare_out(Path(args.out), args.overwrite)
     from seal_trl.progress import progress_bar, silence_library_bars
 
@@ -222,7 +259,7 @@ def run(args: argparse.Namespace) -> Path:
         log(f"[seal train] before training: held-out test success {before['success']:.3f} "
             f"(by difficulty {before['by_difficulty']}); now {args.steps} GRPO steps")
     batch = args.tasks_per_step * args.num_generations
-    config = SEALConfig(
+    config = SEALConfig(**{**dict(
         output_dir=str(out), use_cpu=not args.gpu, bf16=args.gpu, activation_checkpointing=False,
         report_to="none", save_strategy="no", logging_steps=1, learning_rate=args.lr, lr_scheduler_type="constant",
         max_steps=args.steps, seed=args.seed, per_device_train_batch_size=batch,
@@ -234,7 +271,7 @@ def run(args: argparse.Namespace) -> Path:
         curriculum=args.curriculum, surface_preset=args.surface, evolver_min_episodes=4,
         skip_uniform_tasks=args.skip_uniform_tasks, resample_uniform_groups=args.resample_uniform_groups,
         disable_tqdm=quiet,  # the Trainer's bar over GRPO steps (rate and ETA)
-    )
+    ), **dict(args.config_set)})  # --set FIELD=VALUE last
     callback = run_folder_callback(out)
     trainer = SEALGRPOTrainer(model=model, args=config, processing_class=tokenizer,
                               train_dataset=rl_tasks(args, log), callbacks=[callback])

@@ -9,7 +9,8 @@ def test_seal_train_writes_a_run_folder(tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "seal_trl.cli", "train", "--out", str(out), "--model", "tiny", "--env",
            "seal/ToolUse-v0", "--steps", "2", "--tasks-per-step", "2", "--num-generations", "2", "--max-new-tokens",
-           "16", "--max-turns", "2", "--eval-tasks", "2", "--evolution", "--weighting", "turn"]
+           "16", "--max-turns", "2", "--eval-tasks", "2", "--evolution", "--weighting", "turn",
+           "--set", "max_turns=1"]  # --set reaches SEALConfig after the flags: one turn per episode
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "%|" in done.stderr  # progress bars without --quiet (the other run below is --quiet)
@@ -17,6 +18,7 @@ def test_seal_train_writes_a_run_folder(tmp_path):
     assert [m["step"] for m in metrics] == [1, 2]
     assert all("success_rate" in m and "surface_version" in m for m in metrics)
     assert any(k.startswith("labels/") for k in metrics[0])
+    assert all(m["seal/rollout/turns_max"] == 1 for m in metrics)
     assert (out / "model" / "config.json").exists() and (out / "evolver.json").exists()
     assert json.loads((out / "surface.json").read_text())["version"] == metrics[-1]["surface_version"]
     assert (out / "report" / "success.png").read_bytes()[:4] == b"\x89PNG"
@@ -39,6 +41,15 @@ def test_seal_train_rejects_bad_numbers_fast(tmp_path):
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and flag in done.stderr, (flag, value, done.stderr[-500:])
         assert not (tmp_path / "r").exists()
+
+
+def test_seal_train_set_names_config_fields_and_checks_values_before_loading(tmp_path):
+    for value, fragment in (("nope=1", "not a SEALConfig field"), ("min_scale=-1", "min_scale"), ("weighting", "FIELD=VALUE")):
+        done = subprocess.run([sys.executable, "-m", "seal_trl.cli", "train", "--out", str(tmp_path / "r"), "--set", value],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and fragment in done.stderr, (value, done.stderr[-500:])
+        assert "Traceback" not in done.stderr
+        assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())  # nothing ran
 
 
 def test_seal_train_defaults_start_from_the_shipped_agent(tmp_path):
