@@ -39,6 +39,14 @@ VARIANTS: dict[str, list[str]] = {
     "beta_0.04": ["--beta", "0.04"],
     "loss_grpo": ["--loss-type", "grpo"],
     "seal": ["--weighting", "turn", "--evolution"],
+    # 2026-12-04, second round: fresh RL tasks (the default since; --rl-tasks) on difficulties 2-3, 40 updates
+    "fresh_d2_3": ["--difficulties", "2,3", "--steps", "40"],
+    "fresh_d2_3_beta": ["--difficulties", "2,3", "--steps", "40", "--beta", "0.04"],
+    "fresh_d2_beta_60": ["--difficulties", "2", "--steps", "60", "--beta", "0.04"],
+    "fresh_d2_3_beta_iters2": ["--difficulties", "2,3", "--steps", "40", "--beta", "0.04", "--num-iterations", "2"],
+    "fresh_d2_3_blame": ["--difficulties", "2,3", "--steps", "40", "--weighting", "turn", "--set", "tag_source=label",
+                         "--set", 'tag_weights={"ok": 0.05}', "--set", "apply_to=negative", "--set", "min_scale=0.05",
+                         "--set", "renormalize=true"],
 }
 
 
@@ -90,10 +98,16 @@ def load_runs(out: Path) -> list[dict]:
     return rows
 
 
+def _by_difficulty(ev: dict) -> str:
+    """``d2 0.62 → 0.46`` per difficulty: where a change came from."""
+    before, after = ev["before"].get("by_difficulty", {}), ev["after"].get("by_difficulty", {})
+    return ", ".join(f"d{d} {before[d]:.2f} → {after.get(d, float('nan')):.2f}" for d in sorted(before))
+
+
 def markdown(rows: list[dict]) -> str:
     lines = ["| variant | seed | test tasks | test before | test after | change (points) | 2 SE | RL steps | RL minutes | "
-             "train success first 3 → last 3 steps | groups with a gradient |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
+             "train success first 3 → last 3 steps | groups with a gradient | by difficulty before → after |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |"]
     by_variant: dict[str, list[dict]] = {}
     for r in rows:
         ev, ts = r["eval"], r["train_success"]
@@ -102,7 +116,7 @@ def markdown(rows: list[dict]) -> str:
         lines.append(f"| {r['variant']} | {r['seed']} | {ev['before'].get('tasks', '')} | {ev['before']['success']:.3f} | "
                      f"{ev['after']['success']:.3f} | {100 * ev['difference']:+.1f}{star} | {100 * ev['two_se']:.1f} | "
                      f"{len(ts)} | {ev.get('train_seconds', 0) / 60:.1f} | {first:.2f} → {last:.2f} | "
-                     f"{sum(r['mixed']) / max(len(r['mixed']), 1):.2f} |")
+                     f"{sum(r['mixed']) / max(len(r['mixed']), 1):.2f} | {_by_difficulty(ev)} |")
         by_variant.setdefault(r["variant"], []).append(r)
     lines += ["", "| variant | seeds | mean change (points) | 2 SE of the mean | mean RL minutes |",
               "| --- | ---: | ---: | ---: | ---: |"]
