@@ -29,7 +29,8 @@ from datetime import date
 
 from seal_envs.bfcl import loader
 from seal_envs.bfcl.backend import BFCLBackend
-from seal_envs.bfcl.source import _stock_reference, build_task, make_env
+from seal_envs.bfcl.source import _stock_reference, build_task
+from seal_envs.registration import make_bfcl_env as make_env
 
 
 def _bfcl_modules():

@@ -50,7 +50,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import gymnasium as gym
 import numpy as np
 
-from seal_envs.core.calls import MAX_ACTION_CHARS, FormatError, action_text, parse_action
+from seal_envs.core.calls import MAX_ACTION_CHARS, FormatError, action_text
 from seal_envs.core.datacopy import FrozenData, deep_copy
 from seal_envs.core.diagnosis import Diagnoser, diagnose, immediate_label
 from seal_envs.core.evolver import EpisodeDiagnosis, Evolver
@@ -260,7 +260,7 @@ class ToolUseEnv(gym.Env):
         self.backend_cls = self.task_set.backend_for(task)
         self.backend = self.backend_cls(task.initial_state)
         self.specs = self.backend.tool_specs()
-        self._parse = getattr(self.backend, "parse_action", parse_action)  # a backend may read more syntax
+        self._parse = self.backend.parse_action  # a backend may read more syntax (BFCL's Python calls)
         self.available = set(self.specs) - set(task.hidden_tools) | set(task.turns[0].new_tools)
         self.turn = 0
         self.revealed = False

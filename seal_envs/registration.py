@@ -1,6 +1,9 @@
-"""Every environment id, registered in one place."""
+"""Every environment id, registered in one place, and the factory of the BFCL ids (the env layer
+builds the env over a task source; the source never imports the env)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import gymnasium as gym
 from gymnasium.envs.registration import WrapperSpec
@@ -14,7 +17,7 @@ DOMAIN_IDS = {
     "calendar": "seal/ToolUse-Calendar-v0",
     "smarthome": "seal/ToolUse-SmartHome-v0",
 }
-BFCL_ENTRY = "seal_envs.bfcl.source:make_env"
+BFCL_ENTRY = "seal_envs.registration:make_bfcl_env"
 # Outside any TimeLimit that gym.make adds: a truncated episode is still verified and diagnosed.
 VERIFY_WRAPPER = WrapperSpec("VerifyOnTruncation", "seal_envs.env:VerifyOnTruncation", {})
 BFCL_IDS = {  # registered only when the optional bfcl-eval package is installed
@@ -24,6 +27,24 @@ BFCL_IDS = {  # registered only when the optional bfcl-eval package is installed
     "miss_param": "seal/BFCL-MultiTurn-MissParam-v0",
     "long_context": "seal/BFCL-MultiTurn-LongContext-v0",
 }
+
+
+def make_bfcl_env(split: str = "train", categories: Any = None, irrelevance: Any = ("miss_func",),
+                  max_steps: int | None = None, split_source: str = "seal_400", **kwargs: Any):
+    """A ``ToolUseEnv`` over BFCL tasks: the entry point of the ``seal/BFCL-MultiTurn-*`` ids.
+
+    It lives here, in the env layer, so that ``seal_envs.bfcl`` stays a task source that imports
+    only ``core``: the env asks the source, never the other way round. ``categories`` defaults
+    to all four and ``max_steps`` to ``seal_envs.bfcl.source.DEFAULT_MAX_STEPS``."""
+    from seal_envs.bfcl import loader
+    from seal_envs.bfcl.source import DEFAULT_MAX_STEPS, BFCLTaskSet
+    from seal_envs.env import ToolUseEnv
+
+    categories = loader.CATEGORIES if categories is None else categories
+    if isinstance(categories, str):
+        categories = (categories,)
+    return ToolUseEnv(task_set=BFCLTaskSet(split, tuple(categories), tuple(irrelevance), split_source),
+                      max_steps=DEFAULT_MAX_STEPS if max_steps is None else max_steps, **kwargs)
 
 
 def registered_ids() -> list[str]:

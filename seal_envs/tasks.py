@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import ClassVar
 
 from seal_envs.core.backend import Backend
 from seal_envs.core.generator import DIFFICULTIES, SPLITS
+from seal_envs.core.source import Slot
 from seal_envs.core.types import Task, Verdict
 from seal_envs.core.verifier import EpisodeRecord, verify
 from seal_envs.domains import GENERATORS, OOD_DOMAINS, TRAIN_DOMAINS
@@ -22,19 +24,14 @@ SEED_OFFSET = {"train": 0, "test": 100_000, "ood": 200_000}
 
 
 @dataclass(frozen=True)
-class Slot:
-    domain: str
-    difficulty: int
-    seed: int
-
-
-@dataclass(frozen=True)
 class TaskSet:
-    """The tasks of one split for a tuple of domains (``held_out`` joins only the ood split)."""
+    """The tasks of one split for a tuple of domains (``held_out`` joins only the ood split):
+    a :class:`~seal_envs.core.source.TaskSource` whose tasks a seeded generator makes."""
 
     domains: tuple[str, ...]
     split: str
     held_out: tuple[str, ...] = ()
+    generated: ClassVar[bool] = True
 
     def __post_init__(self):
         if self.split not in SPLITS:

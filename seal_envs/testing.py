@@ -2,6 +2,11 @@
 
 Each check raises ``AssertionError`` with a message that says what broke. The project's own
 tests call them over the whole registry (``tests/test_registry.py``).
+
+:func:`check_surface_invariance` holds a domain to the promise the whole design rests on: a
+surface changes what the agent is shown, never what the tools do, the state, the reward or the
+verdict. A domain passes it by rendering only through the ``Surface`` (never reading it in a
+backend, generator or verifier).
 """
 
 from __future__ import annotations
@@ -12,12 +17,14 @@ import os
 import subprocess
 import sys
 import warnings
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 import gymnasium as gym
 from gymnasium.utils.env_checker import check_env
 
 from seal_envs.agents import OracleAgent, RandomAgent, run_episode
+from seal_envs.core.surface import MAX_LEVEL, Surface, SurfacePatch
+from seal_envs.core.types import ERROR_KINDS, ToolCall, canonical_json
 from seal_envs.env import END_INFO_KEYS, INFO_KEYS
 
 
@@ -114,3 +121,71 @@ def check_do_nothing_fails(env_id: str, splits: Iterable[str] = ("train", "test"
         assert reward == 0.0, f"{env_id}: {info['task_id']} passes without a single call"
         played += 1
     return played
+
+
+# -- surface invariance --------------------------------------------------------------------
+#: What a surface may change: the text shown (observations, rendered messages and tools) and
+#: the surface's own version. Every other key of every ``info`` must be identical.
+SURFACE_KEYS = ("messages", "tools", "surface_version")
+
+
+def fully_patched_surface(tools: Iterable[str]) -> Surface:
+    """The surface that changes the most text: the observation-lite preset under every channel
+    at its top level for each of ``tools`` and for every error kind."""
+    patches = [SurfacePatch(channel, name, MAX_LEVEL[channel]) for name in sorted(tools)
+               for channel in ("affordance", "constraint")]
+    patches += [SurfacePatch("recovery", kind, MAX_LEVEL["recovery"]) for kind in ERROR_KINDS]
+    return Surface(preset="observation_lite").apply_all(patches)
+
+
+def _stumble(planned: list, turn: int, task: Any) -> list:
+    """The reference plan with an error before each call (a cut call, an unknown tool, a call
+    without arguments), so the recovery channel renders every kind of feedback it can."""
+    out: list = []
+    for k, action in enumerate(planned):
+        if isinstance(action, ToolCall):
+            out.append(('<tool_call>{"name": "' + action.name + '"', ToolCall(action.name + "s", action.arguments),
+                        ToolCall(action.name, {}))[k % 3])
+        out.append(action)
+    return out
+
+
+def _semantics(info: Mapping[str, Any], state: Any) -> str:
+    return canonical_json({"info": {k: v for k, v in info.items() if k not in SURFACE_KEYS}, "state": state})
+
+
+def check_surface_invariance(env_id: str, seeds: Iterable[int] = (0, 1, 2), **kwargs: Any) -> int:
+    """The same actions played under the canonical surface and under :func:`fully_patched_surface`
+    give identical tool calls, results, events, states, labels, rewards and verdicts after every
+    step; only the observation, the rendered ``messages`` and ``tools`` and ``surface_version``
+    may differ. Three agents per seed: the oracle, a random agent and an oracle that stumbles
+    (every error kind's feedback). ``env_id`` must make a train env (an evaluation env refuses a
+    patched surface by design). Returns the number of steps compared."""
+    compared = 0
+    canonical = gym.make(env_id, **kwargs)
+    for seed in seeds:
+        for agent in (OracleAgent(), RandomAgent(seed), OracleAgent(mutate=_stumble)):
+            agent.reset()
+            shown, info = canonical.reset(seed=seed)
+            base = canonical.unwrapped
+            patched = gym.make(env_id, surface=fully_patched_surface(base.specs), **kwargs)
+            shown_p, other = patched.reset(seed=seed)
+            where = f"{env_id} seed {seed} {type(agent).__name__}"
+            assert shown != shown_p, f"{where}: the patched surface changed nothing shown (did it reach the env?)"
+            done = False
+            while not done:
+                assert _semantics(info, base.backend.comparable_state()) == _semantics(
+                    other, patched.unwrapped.backend.comparable_state()), (
+                    f"{where}, step {compared}: the surface changed what happened, not only what is shown")
+                action = agent.act(canonical, info)
+                _, reward, terminated, truncated, info = canonical.step(action)
+                _, reward_p, terminated_p, truncated_p, other = patched.step(action)
+                assert (reward, terminated, truncated) == (reward_p, terminated_p, truncated_p), (
+                    f"{where}, step {compared}: reward or ending differs under the patched surface")
+                compared += 1
+                done = terminated or truncated
+            assert _semantics(info, base.backend.comparable_state()) == _semantics(
+                other, patched.unwrapped.backend.comparable_state()), f"{where}: the final verdict or labels differ"
+            patched.close()
+    canonical.close()
+    return compared

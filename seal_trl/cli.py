@@ -93,8 +93,8 @@ def env_catalog() -> list[dict[str, Any]]:
         try:
             env = gym.make(env_id, disable_env_checker=True)
             ts = env.unwrapped.task_set
-            row["domains"] = list(getattr(ts, "domains", ()))
-            row["held_out_domains"] = list(getattr(ts, "held_out", ()))
+            row["domains"] = list(ts.domains)  # a TaskSource names both (seal_envs.core.source)
+            row["held_out_domains"] = list(ts.held_out)
             sizes = {}
             for split in SPLITS:
                 try:

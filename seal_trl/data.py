@@ -66,7 +66,7 @@ def make_dataset(env_id: str = "seal/ToolUse-v0", split: str = "train", *, num_r
         if tasks is not None:
             seed, options = tasks[index].seed, {"task_id": tasks[index].task_id}
         else:
-            seed = task_set.slot(index).seed if hasattr(task_set, "slot") else index
+            seed = task_set.slot(index).seed  # every TaskSource places an index (seal_envs.core.source)
             options = {"index": index}
         _, info = env.reset(seed=seed, options=options)
         meta = {"seed": int(seed), "task_id": info["task_id"], "env_id": env_id}

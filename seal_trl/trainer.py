@@ -1,7 +1,7 @@
 """``SEALGRPOTrainer``: TRL's GRPO with batched multi-turn env rollouts, per-token advantage
 weights from turn diagnoses, and the co-evolving environment surface.
 
-What it overrides and why (TRL 1.16, see ``NOTES_TRL.md``):
+What it overrides and why (TRL 1.16, see ``docs/trl_internals.md``):
 
 * the rollout goes through TRL's ``rollout_func`` contract (``env_mask`` marks env tokens, which
   stay attended to but are masked out of the loss). TRL passes a rollout only the ``prompt``

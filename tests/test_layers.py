@@ -1,24 +1,59 @@
-"""Imports run one way: core <- domains, bfcl <- env <- seal_trl and the CLI."""
+"""Imports run one way: core <- domains, bfcl <- env <- seal_trl and the CLI.
+
+Every subpackage of ``seal_envs`` has a rule here (a new one fails until it gets one): which
+``seal_envs`` packages it may import, relative imports and imports inside functions included.
+"""
 
 import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = {"torch", "trl", "transformers", "seal_trl", "datasets", "accelerate", "peft"}
+# subpackage -> the seal_envs packages its modules may import (besides itself)
+ALLOWED = {
+    "core": (),
+    "domains": ("seal_envs.core",),
+    "bfcl": ("seal_envs.core",),
+}
+SUBPACKAGES = sorted(p.parent.name for p in (ROOT / "seal_envs").glob("*/__init__.py"))
 
 
-def imports(path: Path) -> set[str]:
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path, package: str | None = None) -> set[str]:
+    """Absolute names of every module ``path`` imports, relative imports resolved."""
+    if package is None:
+        package = module_name(path) if path.name == "__init__.py" else module_name(path).rsplit(".", 1)[0]
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                names.add(node.module)
+                continue
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            if node.module:
+                names.add(f"{base}.{node.module}")
+            else:
+                names |= {f"{base}.{a.name}" for a in node.names}
     return names
+
+
+def outside(name: str, allowed: tuple[str, ...]) -> bool:
+    return not any(name == a or name.startswith(a + ".") for a in allowed)
+
+
+def test_every_subpackage_has_a_rule():
+    assert SUBPACKAGES == sorted(ALLOWED), "give each seal_envs subpackage a layer rule in ALLOWED"
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "seal_envs").rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
@@ -26,10 +61,25 @@ def test_seal_envs_stays_light(path):
     assert not {n.split(".")[0] for n in imports(path)} & HEAVY
 
 
+@pytest.mark.parametrize("path", [p for sub in SUBPACKAGES for p in sorted((ROOT / "seal_envs" / sub).rglob("*.py"))],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_subpackage_imports_only_lower_layers(path):
+    sub = path.relative_to(ROOT / "seal_envs").parts[0]
+    allowed = (f"seal_envs.{sub}", *ALLOWED[sub])
+    upper = sorted(n for n in imports(path) if n.split(".")[0] == "seal_envs" and outside(n, allowed))
+    assert not upper, f"{path.relative_to(ROOT)} imports {upper}; seal_envs.{sub} may import only {allowed}"
+
+
 @pytest.mark.parametrize("path", sorted((ROOT / "seal_envs" / "core").glob("*.py")), ids=lambda p: p.name)
-def test_core_imports_no_upper_layer(path):
-    upper = {n for n in imports(path) if n.startswith("seal_envs.") and not n.startswith("seal_envs.core")}
-    assert not upper and "gymnasium" not in {n.split(".")[0] for n in imports(path)}
+def test_core_needs_no_gymnasium(path):
+    assert "gymnasium" not in {n.split(".")[0] for n in imports(path)}
+
+
+def test_the_rule_sees_relative_and_late_imports(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("from . import loader\nfrom ..core.types import Task\ndef f():\n    from seal_envs.env import E\n")
+    assert imports(module, "seal_envs.bfcl") == {"seal_envs.bfcl.loader", "seal_envs.core.types", "seal_envs.env"}
+    assert [n for n in imports(module, "seal_envs.bfcl") if outside(n, ("seal_envs.bfcl", "seal_envs.core"))] == ["seal_envs.env"]
 
 
 def test_import_seal_trl_and_cli_without_torch():
@@ -37,3 +87,14 @@ def test_import_seal_trl_and_cli_without_torch():
             "print(sorted(m for m in ('torch', 'transformers', 'trl') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_wheel_ships_no_notes():
+    """Package data is what the code loads (split files, the default checkpoint); notes for
+    developers such as docs/trl_internals.md live in docs/, outside the wheel (issue 17)."""
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    shipped = {p for pkg in ("seal_envs", "seal_trl") for pattern in data.get("*", []) for p in (ROOT / pkg).rglob(pattern)}
+    shipped |= {p for pkg, patterns in data.items() if pkg != "*" for pattern in patterns
+                for p in (ROOT / pkg.replace(".", "/")).glob(pattern)}
+    assert shipped and not sorted(str(p.relative_to(ROOT)) for p in shipped if p.suffix == ".md")
+    assert not sorted((ROOT / "seal_trl").rglob("*.md")) and not sorted((ROOT / "seal_envs").rglob("*.md"))

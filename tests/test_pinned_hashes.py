@@ -251,7 +251,8 @@ def bfcl_cases() -> Iterator[tuple[str, Callable[[], str]]]:
         return d.hexdigest()
 
     def ground_truth() -> str:
-        from seal_envs.bfcl.source import build_task, make_env
+        from seal_envs.bfcl.source import build_task
+        from seal_envs.registration import make_bfcl_env as make_env
 
         d = Digest()
         env = make_env(split="all")
@@ -262,7 +263,8 @@ def bfcl_cases() -> Iterator[tuple[str, Callable[[], str]]]:
     def chaos() -> str:
         from dataclasses import replace
 
-        from seal_envs.bfcl.source import build_task, make_env
+        from seal_envs.bfcl.source import build_task
+        from seal_envs.registration import make_bfcl_env as make_env
 
         d = Digest()
         env = make_env(split="all", max_steps=50)
@@ -344,8 +346,10 @@ def test_episodes_share_no_mutable_state(domain):
     if domain == "bfcl":
         bfcl = pytest.importorskip("seal_envs.bfcl.source")
         pytest.importorskip("bfcl_eval")
+        from seal_envs.registration import make_bfcl_env
+
         tasks = [bfcl.build_task("multi_turn_miss_func_7"), bfcl.build_task("multi_turn_base_49")]
-        make = lambda: bfcl.make_env(split="train", max_steps=50)  # noqa: E731
+        make = lambda: make_bfcl_env(split="train", max_steps=50)  # noqa: E731
     else:
         tasks = [generate(domain, 3, 3, "train"), generate(domain, 4, 4, "train")]
         make = lambda: gym.make("seal/ToolUse-v0", domains=(domain,), max_steps=40)  # noqa: E731

@@ -4,7 +4,8 @@ import gymnasium as gym
 import pytest
 
 import seal_envs
-from seal_envs.testing import check_contract, check_determinism, check_do_nothing_fails, check_oracle_solves_all
+from seal_envs.testing import (check_contract, check_determinism, check_do_nothing_fails, check_oracle_solves_all,
+                               check_surface_invariance)
 
 NATIVE_IDS = [i for i in seal_envs.registered_ids() if "BFCL" not in i]
 
@@ -22,6 +23,24 @@ def test_contract(env_id):
 @pytest.mark.parametrize("env_id", ["seal/ToolUse-v0", "seal/ToolUse-OOD-v0"])
 def test_determinism_across_processes(env_id):
     check_determinism(env_id, seeds=range(4))
+
+
+@pytest.mark.parametrize("env_id", NATIVE_IDS)
+def test_surface_changes_only_what_is_shown(env_id):
+    """An evaluation id (ood) holds the canonical surface, so its tasks are checked on train."""
+    train = {} if gym.spec(env_id).kwargs.get("split", "train") == "train" else {"split": "train"}
+    assert check_surface_invariance(env_id, seeds=range(4), **train) > 0
+
+
+def test_surface_invariance_check_bites(monkeypatch):
+    """A surface that leaks into what happens (here the reported difficulty) is caught."""
+    from seal_envs.env import ToolUseEnv
+
+    info = ToolUseEnv._info
+    monkeypatch.setattr(ToolUseEnv, "_info", lambda self, label: info(self, label) | {
+        "difficulty": self.task.difficulty + bool(self.surface.levels)})
+    with pytest.raises(AssertionError, match="the surface changed what happened"):
+        check_surface_invariance("seal/ToolUse-Bank-v0", seeds=(0,))
 
 
 def test_oracle_solves_every_task_of_every_split():

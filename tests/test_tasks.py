@@ -36,3 +36,16 @@ def test_other_spellings_are_refused_with_the_exact_id(spelling, canonical):
 def test_malformed_ids_say_what_is_wrong(bad, fragment):
     with pytest.raises(ValueError, match=fragment):
         seal_envs.task_from_id(bad)
+
+
+def test_the_native_task_set_is_a_task_source():
+    """The contract the env, the trainer and the CLI call, with no probing (issue 17)."""
+    from seal_envs.core.source import Slot, TaskSource, ToolBackend
+
+    ts = default_task_set("ood")
+    assert isinstance(ts, TaskSource) and ts.generated is True
+    assert ts.held_out == ("smarthome",) and "smarthome" not in ts.domains
+    assert isinstance(ts.slot(0), Slot) and ts.slot(0).seed == ts[0].seed
+    backend = ts.backend_for(ts[0])(ts[0].initial_state)
+    assert isinstance(backend, ToolBackend)
+    assert "parse_action" not in backend.tool_specs()  # part of the contract, never a tool

@@ -7,15 +7,18 @@ BFCL's Python syntax read with ``ast``) are dispatched to whitelisted methods, n
 
 >>> import gymnasium as gym, seal_envs
 >>> env = gym.make("seal/BFCL-MultiTurn-v0", split="test")  # doctest: +SKIP
+
+This package is a task source (``BFCLTaskSet``) and a backend; it imports nothing above
+``seal_envs.core``. The env over it is built by ``seal_envs.registration.make_bfcl_env``.
 """
 
 from .loader import CATEGORIES, available
 
-__all__ = ["BFCLBackend", "BFCLTaskSet", "CATEGORIES", "available", "build_task", "make_env"]
+__all__ = ["BFCLBackend", "BFCLTaskSet", "CATEGORIES", "available", "build_task"]
 
 
 def __getattr__(name: str):  # the heavy parts load on first use, so ``import seal_envs`` stays light
-    if name in ("BFCLTaskSet", "build_task", "make_env"):
+    if name in ("BFCLTaskSet", "build_task"):
         from . import source
 
         return getattr(source, name)

@@ -21,11 +21,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import ClassVar
 
+from seal_envs.core.source import Slot
 from seal_envs.core.types import Task, UserTurn, Verdict
 from seal_envs.core.verifier import EpisodeRecord
-from seal_envs.tasks import Slot
 
 from . import loader
 from .backend import BFCLBackend, signatures_for, specs_for
@@ -99,13 +99,17 @@ def _ids(split: str, categories: tuple[str, ...], source: str = "seal_400") -> t
 
 @dataclass(frozen=True)
 class BFCLTaskSet:
-    """BFCL v4 multi-turn entries of one split. ``irrelevance`` names the categories whose
-    empty ground-truth turns must hold no call (see :mod:`seal_envs.bfcl.checker`)."""
+    """BFCL v4 multi-turn entries of one split, a :class:`~seal_envs.core.source.TaskSource`
+    over a fixed list (``generated`` is False: there are no fresh tasks to draw). ``irrelevance``
+    names the categories whose empty ground-truth turns must hold no call (see
+    :mod:`seal_envs.bfcl.checker`)."""
 
     split: str = "train"
     categories: tuple[str, ...] = loader.CATEGORIES
     irrelevance: tuple[str, ...] = ("miss_func",)
     split_source: str = "seal_400"
+    generated: ClassVar[bool] = False
+    held_out: ClassVar[tuple[str, ...]] = ()  # no domain is kept for ood only
 
     def __post_init__(self):
         parts = ("all", *loader.paper_split(self.split_source))
@@ -157,13 +161,3 @@ class BFCLTaskSet:
     def with_split(self, split: str) -> "BFCLTaskSet":
         return BFCLTaskSet(split, self.categories, self.irrelevance, self.split_source)
 
-
-def make_env(split: str = "train", categories: Any = loader.CATEGORIES, irrelevance: Any = ("miss_func",),
-             max_steps: int = DEFAULT_MAX_STEPS, split_source: str = "seal_400", **kwargs: Any):
-    """A ``ToolUseEnv`` over BFCL tasks: the entry point of the ``seal/BFCL-MultiTurn-*`` ids."""
-    from seal_envs.env import ToolUseEnv
-
-    if isinstance(categories, str):
-        categories = (categories,)
-    return ToolUseEnv(task_set=BFCLTaskSet(split, tuple(categories), tuple(irrelevance), split_source),
-                      max_steps=max_steps, **kwargs)

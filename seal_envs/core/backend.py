@@ -18,6 +18,7 @@ import types
 import typing
 from typing import Any, Callable, ClassVar, Iterable, Literal, Mapping
 
+from .calls import ParsedAction, parse_action
 from .datacopy import Snapshot, deep_copy
 from .types import CallEvent, ToolCall, ToolSpec
 from .validation import validate_arguments
@@ -141,6 +142,13 @@ class Backend:
     @classmethod
     def tool_specs(cls) -> dict[str, ToolSpec]:
         return dict(cls._specs)
+
+    def parse_action(self, action: Any) -> ParsedAction:
+        """The action's calls and text: the JSON, Hermes and OpenAI shapes of
+        :func:`seal_envs.core.calls.parse_action`. Part of the backend contract
+        (:class:`~seal_envs.core.source.ToolBackend`) because a backend may read more syntax
+        (BFCL's Python calls); not a tool, since it carries no ``@tool`` mark."""
+        return parse_action(action)
 
     def comparable_state(self) -> dict[str, Any]:
         """A copy of the state the verifier compares: everything but session bookkeeping."""

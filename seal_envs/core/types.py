@@ -154,6 +154,11 @@ class Task:
         )
 
 
+#: Every ``CallEvent.kind`` but ``ok``: the scopes of the surface's recovery channel.
+ERROR_KINDS = ("format_error", "unknown_tool", "unavailable_tool", "schema_violation", "policy_violation",
+               "tool_error", "env_error")
+
+
 @dataclass(frozen=True)
 class CallEvent:
     """What happened when one call was attempted, before any surface renders it.

@@ -13,9 +13,10 @@ from seal_envs import official_tag
 from seal_envs.agents import OracleAgent, run_episode
 from seal_envs.bfcl import loader
 from seal_envs.bfcl.compare import format_call, ground_truth_trajectory
-from seal_envs.bfcl.source import REVEAL_PROMPT, BFCLTaskSet, build_task, make_env
+from seal_envs.bfcl.source import REVEAL_PROMPT, BFCLTaskSet, build_task
+from seal_envs.registration import make_bfcl_env as make_env
 from seal_envs.core.types import ToolCall, TurnLabel
-from seal_envs.testing import check_contract, check_determinism
+from seal_envs.testing import check_contract, check_determinism, check_surface_invariance
 
 IDS = ["seal/BFCL-MultiTurn-v0", "seal/BFCL-MultiTurn-Base-v0", "seal/BFCL-MultiTurn-MissFunc-v0",
        "seal/BFCL-MultiTurn-MissParam-v0", "seal/BFCL-MultiTurn-LongContext-v0"]
@@ -197,3 +198,18 @@ def test_surfaces_and_evolver_work_on_bfcl():
     frozen = make_env(split="test").unwrapped
     with pytest.raises(seal_envs.FrozenSurfaceError):
         frozen.evolve(infos)
+
+
+def test_bfcl_task_set_is_a_task_source():
+    """Same contract as the native TaskSet (issue 17): a fixed list, so nothing fresh to draw."""
+    from seal_envs.core.source import Slot, TaskSource, ToolBackend
+
+    ts = BFCLTaskSet("train")
+    assert isinstance(ts, TaskSource) and ts.generated is False and ts.held_out == ()
+    assert isinstance(ts.slot(0), Slot) and ts.slot(0).seed == ts[0].seed
+    assert isinstance(ts.backend_for(ts[0])(ts[0].initial_state), ToolBackend)
+
+
+@pytest.mark.parametrize("env_id", [i for i in seal_envs.registered_ids() if "BFCL" in i])
+def test_bfcl_surface_changes_only_what_is_shown(env_id):
+    assert check_surface_invariance(env_id, seeds=range(3)) > 0

@@ -12,7 +12,8 @@ from seal_envs.agents import OracleAgent, run_episode
 from seal_envs.bfcl import loader
 from seal_envs.bfcl.backend import BFCLBackend
 from seal_envs.bfcl.compare import format_call, ground_truth_trajectory
-from seal_envs.bfcl.source import build_task, make_env
+from seal_envs.bfcl.source import build_task
+from seal_envs.registration import make_bfcl_env as make_env
 
 
 def _entry_per_class(category: str) -> dict[str, str]:

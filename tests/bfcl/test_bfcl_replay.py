@@ -5,7 +5,8 @@ import pytest
 pytest.importorskip("bfcl_eval")
 
 from seal_envs.agents import OracleAgent, run_episode
-from seal_envs.bfcl.source import KNOWN_FAILURES, make_env
+from seal_envs.bfcl.source import KNOWN_FAILURES
+from seal_envs.registration import make_bfcl_env as make_env
 
 # Ground-truth calls that break the tool's own schema (ticket ids are strings in the data, the
 # doc says integer): they still pass, since the reference goes through the same validation.

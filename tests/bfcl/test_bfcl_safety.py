@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("bfcl_eval")
 
 import seal_envs.bfcl
-from seal_envs.bfcl.source import make_env
+from seal_envs.registration import make_bfcl_env as make_env
 
 PAYLOADS = [
     "__import__('os').system('touch {marker}')",

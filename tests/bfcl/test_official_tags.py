@@ -14,7 +14,8 @@ from seal_envs.bfcl import checker as bfcl_checker
 from seal_envs.bfcl import loader
 from seal_envs.bfcl.backend import BFCLBackend
 from seal_envs.bfcl.compare import divergence_reason, format_call, ground_truth_trajectory, perturbations
-from seal_envs.bfcl.source import BFCLTaskSet, build_task, make_env
+from seal_envs.bfcl.source import BFCLTaskSet, build_task
+from seal_envs.registration import make_bfcl_env as make_env
 from seal_envs.core.verifier import EpisodeRecord
 
 _RUNS = itertools.count()
