@@ -19,9 +19,9 @@ from typing import Any
 
 #: The defaults of ``seal train`` (the recipe measured in docs/trainer.md).
 RECIPE = {
-    "model": "default", "env": "seal/ToolUse-Bank-v0", "steps": 12, "tasks_per_step": 8, "num_generations": 8,
-    "lr": 5e-4, "temperature": 1.0, "beta": 0.0, "loss_type": "dapo", "num_iterations": 1,
-    "difficulties": "2", "rl_tasks": "fresh", "reward_mode": "binary", "skip_uniform_tasks": 0, "resample_uniform_groups": 0,
+    "model": "default", "env": "seal/ToolUse-Bank-v0", "steps": 16, "tasks_per_step": 8, "num_generations": 8,
+    "lr": 5e-4, "temperature": 1.0, "beta": 0.04, "loss_type": "dapo", "num_iterations": 1,
+    "difficulties": "2,3", "rl_tasks": "fresh", "reward_mode": "binary", "skip_uniform_tasks": 0, "resample_uniform_groups": 0,
     "max_turns": 12, "max_new_tokens": 64, "eval_tasks": 100, "weighting": "none", "evolution": False,
 }
 
@@ -115,7 +115,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--temperature", type=positive_float, default=r["temperature"],
                    help="sampling temperature of the training episodes, > 0 (default %(default)s)")
     p.add_argument("--beta", type=non_negative_float, default=r["beta"],
-                   help="KL coefficient, >= 0 (default %(default)s: no KL)")
+                   help="KL coefficient to the starting model, >= 0 (default %(default)s: keeps what the warm start can do; 0 turns it off)")
     p.add_argument("--loss-type", default=r["loss_type"], choices=["grpo", "dapo", "dr_grpo", "bnpo"],
                    help="TRL's loss normalisation (default %(default)s)")
     p.add_argument("--num-iterations", type=positive_int, default=r["num_iterations"],
@@ -155,7 +155,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", dest="config_set", type=_config_field, action="append", default=[], metavar="FIELD=VALUE",
                    help="set any SEALConfig/GRPOConfig field, after the flags above; VALUE is JSON when it parses "
                         "(numbers, true, {\"ok\": 0.05}) and a string otherwise; repeatable "
-                        "(e.g. --set tag_source=label --set apply_to=negative)")
+                        "(e.g. --set tag_source=label --set apply_to=negative; default: none)")
     p.add_argument("--quiet", action="store_true", help="no progress bars; results are still printed (default off)")
 
 
@@ -170,15 +170,14 @@ def prepare_out(out: Path, overwrite: bool) -> Path:
 
 def rl_dataset(env_id: str, difficulties: tuple[int, ...] | None, env_kwargs: dict | None = None,
                pool: str = "train", size: int = 400):
-    """The RL tasks of the given difficulties (all of them for ``None`` or a task source without
-    difficulty levels, such as BFCL): the train split's (``pool="train"``), or ``size`` fresh
-    train-phrasing tasks that no split and no warm-start step contains (``pool="fresh"``,
+    """The RL tasks of the given difficulties (all of them for ``None``): the train split's
+    (``pool="train"``), or ``size`` fresh train-phrasing tasks that no split and no warm-start step contains (``pool="fresh"``,
     :func:`seal_envs.tasks.fresh_tasks`; only for sources that generate tasks)."""
     from seal_envs.tasks import fresh_tasks
     from seal_trl.data import make_dataset
 
     task_set = _train_task_set(env_id, env_kwargs)
-    generated = hasattr(task_set, "slot")
+    generated = task_set.generated
     if pool == "fresh":
         if not generated:
             raise ValueError(f"{env_id} has a fixed task list, not a generator: fresh tasks need one "
@@ -188,7 +187,7 @@ def rl_dataset(env_id: str, difficulties: tuple[int, ...] | None, env_kwargs: di
     if pool != "train":
         raise ValueError(f"pool must be 'train' or 'fresh', got {pool!r}")
     ds = make_dataset(env_id, "train", env_kwargs=env_kwargs)
-    if difficulties is None or not generated:
+    if difficulties is None:
         return ds
     keep = set(difficulties)
     return ds.filter(lambda row: task_set.slot(row["task_index"]).difficulty in keep)
@@ -197,7 +196,7 @@ def rl_dataset(env_id: str, difficulties: tuple[int, ...] | None, env_kwargs: di
 def rl_tasks(args: argparse.Namespace, log) -> Any:
     """The RL dataset of ``seal train``: fresh tasks, enough for every update to see new ones."""
     pool = args.rl_tasks
-    if pool == "fresh" and not hasattr(_train_task_set(args.env), "slot"):
+    if pool == "fresh" and not _train_task_set(args.env).generated:
         log(f"[seal train] {args.env} has a fixed task list: RL uses its train split")
         pool = "train"
     size = max(400, 2 * args.steps * args.tasks_per_step)

@@ -103,3 +103,17 @@ def test_rl_dataset_pools():
     assert {tid.split("/")[2] for tid in fresh["task_id"]} == {"d2", "d3"}
     with pytest.raises(ValueError, match="pool"):
         rl_dataset("seal/ToolUse-Bank-v0", (2,), pool="test")
+
+
+def test_sources_without_a_generator_fall_back_to_the_train_split():
+    import argparse
+
+    pytest.importorskip("bfcl_eval")
+    from seal_trl.train import rl_dataset, rl_tasks
+
+    with pytest.raises(ValueError, match="--rl-tasks train"):
+        rl_dataset("seal/BFCL-MultiTurn-v0", None, pool="fresh")
+    said = []
+    args = argparse.Namespace(env="seal/BFCL-MultiTurn-v0", rl_tasks="fresh", steps=1, tasks_per_step=1, difficulties=None)
+    ds = rl_tasks(args, said.append)
+    assert len(ds) > 0 and set(ds["split"]) == {"train"} and "train split" in said[0]
