@@ -250,6 +250,13 @@ def run(args: argparse.Namespace) -> Path:
     if quiet:  # transformers' own bars too ("Loading weights" now, "Writing model shards" at the end)
         silence_library_bars()
     model, tokenizer = load_model_and_tokenizer(args.model)
+    if args.beta > 0 and not getattr(model.config, "_name_or_path", ""):
+        # TRL loads the KL reference from the model's path; a model built in memory ('tiny') has
+        # none, so its starting weights are saved in the run folder and the reference comes from there
+        start_dir = out / "start_model"
+        model.save_pretrained(start_dir)
+        tokenizer.save_pretrained(start_dir)
+        model.config._name_or_path = str(start_dir)
     log = print  # the results; --quiet turns off the bars only
     bar = lambda desc: progress_bar(desc, "episode", quiet)  # noqa: E731  (one bar per evaluation)
     log(f"[seal train] {args.model} on {args.env}: greedy evaluation on {args.eval_tasks} held-out test tasks")

@@ -20,6 +20,7 @@ def test_seal_train_writes_a_run_folder(tmp_path):
     assert any(k.startswith("labels/") for k in metrics[0])
     assert all(m["seal/rollout/turns_max"] == 1 for m in metrics)
     assert (out / "model" / "config.json").exists() and (out / "evolver.json").exists()
+    assert (out / "start_model" / "config.json").exists()  # the KL reference of an in-memory model (beta > 0)
     assert json.loads((out / "surface.json").read_text())["version"] == metrics[-1]["surface_version"]
     assert (out / "report" / "success.png").read_bytes()[:4] == b"\x89PNG"
     evaluation = json.loads((out / "evaluation.json").read_text())
