@@ -51,7 +51,7 @@ import gymnasium as gym
 import numpy as np
 
 from seal_envs.core.calls import MAX_ACTION_CHARS, FormatError, action_text
-from seal_envs.core.datacopy import FrozenData, deep_copy
+from seal_envs.core.datacopy import Snapshot, deep_copy
 from seal_envs.core.diagnosis import Diagnoser, diagnose, immediate_label
 from seal_envs.core.evolver import EpisodeDiagnosis, Evolver
 from seal_envs.core.official import official_score
@@ -115,7 +115,7 @@ class _RenderedTools:
 
     def __init__(self, tools: list[dict], keep: tuple):
         self.lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
-        self.data = FrozenData(json.loads(json.dumps(tools)))  # plain JSON values, as info always had
+        self.data = Snapshot(json.loads(json.dumps(tools)))  # plain JSON values, as info always had
         self.keep = keep  # the specs and policies the key names by id, kept alive with it
 
 
@@ -439,7 +439,7 @@ class ToolUseEnv(gym.Env):
 
     def tools_view(self) -> list[dict]:
         """The tools as the surface shows them now: a fresh copy, the caller's to change."""
-        return self._rendered().data.copy()
+        return self._rendered().data.restore()
 
     def _info(self, label) -> dict:
         return {

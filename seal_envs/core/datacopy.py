@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import marshal
-import math
 import pickle
 from typing import Any
 
@@ -59,49 +58,3 @@ def deep_copy_objects(value: Any) -> Any:
         return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
     except (pickle.PicklingError, TypeError, AttributeError, ValueError, RecursionError):
         return copy.deepcopy(value)
-
-
-def _is_json(value: Any, depth: int = 0) -> bool:
-    """Whether ``value`` is JSON data that ``repr`` spells as a Python literal of itself: exact
-    dicts with string keys, lists, strings, ints, bools, None and finite floats."""
-    if depth > 64:
-        return False
-    kind = type(value)
-    if kind is dict:
-        return all(type(k) is str and _is_json(v, depth + 1) for k, v in value.items())
-    if kind is list:
-        return all(_is_json(v, depth + 1) for v in value)
-    if kind is float:
-        return math.isfinite(value)
-    return value is None or kind in (str, int, bool)
-
-
-class FrozenData:
-    """A plain-data value stored once and handed out as fresh deep copies (:meth:`copy`), so
-    a cache can be shared by every env and episode while each caller may change its copy.
-
-    JSON data (what a cache of rendered tools holds) is compiled into the code of its own
-    literal: a copy is then one evaluation that builds fresh dicts and lists around the same
-    immutable strings and numbers, two to three times faster than ``marshal``, which copies
-    the strings too. Objects shared inside the value come out as separate copies. Anything
-    else is kept as a :class:`Snapshot`."""
-
-    __slots__ = ("_code", "_snapshot")
-
-    def __init__(self, value: Any):
-        self._code = self._snapshot = None
-        if _is_json(value):
-            try:
-                self._code = compile(repr(value), "<frozen data>", "eval")
-            except (SyntaxError, RecursionError, MemoryError, ValueError):
-                self._code = None
-        if self._code is None:
-            self._snapshot = Snapshot(value)
-
-    def __reduce__(self):  # a code object does not pickle: an env that holds one still must
-        return (FrozenData, (self.copy(),))
-
-    def copy(self) -> Any:
-        if self._code is not None:
-            return eval(self._code, {"__builtins__": {}})  # a literal: builds data, runs nothing
-        return self._snapshot.restore()

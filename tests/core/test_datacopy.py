@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from seal_envs.core.datacopy import FrozenData, Snapshot, deep_copy, deep_copy_objects
+from seal_envs.core.datacopy import Snapshot, deep_copy, deep_copy_objects
 
 PLAIN = {"a": [1, 2.5, -0.0, float("nan"), True, None, "\u00e9\ud800"], "b": {"c": (1, 2), "d": {3, 4}},
          "big": 10**40, "e": frozenset({"x"})}
@@ -37,16 +37,14 @@ def test_what_marshal_refuses_falls_back_to_deepcopy():
     assert first["od"] is not second["od"]
 
 
-def test_frozen_data_copies_are_fresh_and_pickle():
+def test_shared_tool_snapshots_give_fresh_copies_and_pickle():
     tools = [{"type": "function", "function": {"name": "t", "parameters": {"enum": ["a", "b"], "n": 1.5}}}]
-    frozen = FrozenData(tools)
-    one, two = frozen.copy(), frozen.copy()
+    frozen = Snapshot(tools)
+    one, two = frozen.restore(), frozen.restore()
     assert one == two == tools and one is not two and one[0]["function"] is not two[0]["function"]
     one[0]["function"]["name"] = "changed"
-    assert frozen.copy() == tools
-    assert pickle.loads(pickle.dumps(frozen)).copy() == tools
-    odd = FrozenData({"t": (1, 2), 3: float("inf")})  # not JSON: kept as a snapshot
-    assert odd.copy() == {"t": (1, 2), 3: float("inf")}
+    assert frozen.restore() == tools
+    assert pickle.loads(pickle.dumps(frozen)).restore() == tools
 
 
 def test_an_env_mid_episode_pickles_and_deep_copies():
