@@ -558,6 +558,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = getattr(args, "debug", False) or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    if not debug:  # a failed hub request is reported once, as our error line, not also as a hub warning
+        os.environ.setdefault("HF_HUB_VERBOSITY", "error")
     if getattr(args, "quiet", False):  # no bar at all, the Hugging Face libraries' own included
         from seal_trl.progress import silence_library_bars
 

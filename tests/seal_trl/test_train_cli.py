@@ -82,3 +82,14 @@ def test_a_missing_model_is_one_error_line_not_a_traceback(tmp_path):
                               timeout=300, env=env)
         assert done.returncode == 2, done.stderr[-2000:]
         assert "seal: error: cannot load model" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_unreachable_hub_is_one_error_line_without_the_hub_warning(tmp_path):
+    import os
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": "http://127.0.0.1:9"}  # a closed port: refused at once
+    env.pop("HF_HUB_VERBOSITY", None)
+    done = subprocess.run([sys.executable, "-m", "seal_trl.cli", "eval", "seal/ToolUse-Bank-v0", "--agent",
+                           "hf:does/not-exist", "--limit", "1", "--quiet"], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 2 and "seal: error: cannot load model 'does/not-exist'" in done.stderr, done.stderr[-2000:]
+    assert "thrown while requesting" not in done.stderr and "Traceback" not in done.stderr
