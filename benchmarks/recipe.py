@@ -47,6 +47,9 @@ VARIANTS: dict[str, list[str]] = {
     "fresh_d2_3_blame": ["--difficulties", "2,3", "--steps", "40", "--weighting", "turn", "--set", "tag_source=label",
                          "--set", 'tag_weights={"ok": 0.05}', "--set", "apply_to=negative", "--set", "min_scale=0.05",
                          "--set", "renormalize=true"],
+    # third round: sub-goal reward to reach difficulty 4 (no sample ever passes it), and a slower step under KL
+    "fresh_d2_4_progress_beta": ["--difficulties", "2,3,4", "--steps", "40", "--beta", "0.04", "--reward-mode", "progress"],
+    "fresh_d2_3_beta_lr2e-4": ["--difficulties", "2,3", "--steps", "40", "--beta", "0.04", "--lr", "2e-4"],
 }
 
 
