@@ -58,7 +58,7 @@ def run_dir(out: Path, variant: str, seed: int) -> Path:
 
 
 def command(out: Path, variant: str, seed: int, steps: int | None, eval_tasks: int, core: int | None) -> list[str]:
-    cmd = [sys.executable, "-m", "seal_trl.cli", "train", "--out", str(run_dir(out, variant, seed)), "--overwrite",
+    cmd = [sys.executable, "-m", "seal_cli", "train", "--out", str(run_dir(out, variant, seed)), "--overwrite",
            "--seed", str(seed), "--threads", "1", "--eval-tasks", str(eval_tasks), *VARIANTS[variant]]
     if steps is not None:
         cmd += ["--steps", str(steps)]

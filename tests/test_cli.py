@@ -24,7 +24,7 @@ def _spell(action):
 
 
 def seal(*args, stdin=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "seal_trl.cli", *map(str, args)], input=stdin,
+    return subprocess.run([sys.executable, "-m", "seal_cli", *map(str, args)], input=stdin,
                           capture_output=True, text=True, timeout=timeout, env=ENV)
 
 
@@ -38,7 +38,7 @@ def test_console_script_and_help():
 
 # -- envs ------------------------------------------------------------------------------------
 def test_envs_table_and_json_without_torch():
-    code = ("import sys; from seal_trl.cli import main; main(['envs']); print('@@'); main(['envs', '--json']); "
+    code = ("import sys; from seal_cli.main import main; main(['envs']); print('@@'); main(['envs', '--json']); "
             "print('@@', sorted(m for m in ('torch', 'transformers', 'trl', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -285,7 +285,7 @@ def test_report_command(tmp_path):
 # -- every flag, every failure (issue 20) ------------------------------------------------------
 def _options():
     """(command, action) for every option of every subcommand."""
-    from seal_trl.cli import build_parser
+    from seal_cli.main import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
@@ -306,10 +306,10 @@ def test_every_help_names_its_default():
 def test_every_numeric_flag_is_validated():
     """No option takes a bare int or float: each number is range-checked as argparse parses it,
     so `--steps -1` or `--temperature nan` is a usage error (exit 2), never a run."""
-    from seal_trl import train
+    from seal_cli import args
 
-    checked = {train.positive_int, train.non_negative_int, train.positive_float, train.non_negative_float,
-               train.probability}
+    checked = {args.positive_int, args.non_negative_int, args.positive_float, args.non_negative_float,
+               args.probability}
     numeric = 0
     for name, command in _options():
         for action in command._actions:
@@ -364,7 +364,7 @@ def test_eval_out_that_cannot_be_written_is_refused_before_the_agent_loads(tmp_p
 
 def test_debug_flag_and_env_variable_show_the_traceback():
     for extra, env in ((["--debug"], {}), ([], {"SEAL_DEBUG": "1"})):
-        out = subprocess.run([sys.executable, "-m", "seal_trl.cli", "show", "bank/train/3/2", *extra],
+        out = subprocess.run([sys.executable, "-m", "seal_cli", "show", "bank/train/3/2", *extra],
                              capture_output=True, text=True, timeout=60, env={**ENV, **env})
         assert out.returncode != 0 and "Traceback" in out.stderr and "did you mean bank/train/d3/2?" in out.stderr
     out = seal("--debug", "show", "bank/train/3/2")
@@ -372,7 +372,7 @@ def test_debug_flag_and_env_variable_show_the_traceback():
 
 
 def test_interrupt_and_missing_extras_are_one_line(monkeypatch, capsys):
-    import seal_trl.cli as cli
+    import seal_cli.main as cli
 
     def interrupted(args):
         raise KeyboardInterrupt

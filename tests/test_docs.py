@@ -83,7 +83,7 @@ def test_quick_readme_commands_run_as_written(line, tmp_path):
 
     args = shlex.split(line, comments=True)
     assert args[0] == "seal"
-    out = subprocess.run([sys.executable, "-m", "seal_trl.cli", *args[1:]], cwd=tmp_path, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "seal_cli", *args[1:]], cwd=tmp_path, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert out.stdout.strip()

@@ -1,4 +1,4 @@
-"""Imports run one way: core <- domains, bfcl <- env <- seal_trl and the CLI.
+"""Imports run one way: core <- domains, bfcl <- env <- seal_trl <- seal_cli (the command line).
 
 Every subpackage of ``seal_envs`` has a rule here (a new one fails until it gets one): which
 ``seal_envs`` packages it may import, relative imports and imports inside functions included.
@@ -82,8 +82,19 @@ def test_the_rule_sees_relative_and_late_imports(tmp_path):
     assert [n for n in imports(module, "seal_envs.bfcl") if outside(n, ("seal_envs.bfcl", "seal_envs.core"))] == ["seal_envs.env"]
 
 
+@pytest.mark.parametrize("path", sorted([*(ROOT / "seal_envs").rglob("*.py"), *(ROOT / "seal_trl").rglob("*.py")]),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_cli_is_the_top_layer(path):
+    """``seal_cli`` imports the libraries; nothing in them imports the command line."""
+    assert not {n for n in imports(path) if n.split(".")[0] == "seal_cli"}
+
+
+def test_env_commands_need_no_trainer():
+    assert not {n for n in imports(ROOT / "seal_cli" / "env_commands.py") if n.split(".")[0] in HEAVY}
+
+
 def test_import_seal_trl_and_cli_without_torch():
-    code = ("import sys, seal_envs, seal_trl, seal_trl.cli; seal_trl.cli.build_parser(); "
+    code = ("import sys, seal_envs, seal_trl, seal_cli.main; seal_cli.main.build_parser(); "
             "print(sorted(m for m in ('torch', 'transformers', 'trl') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -252,7 +252,7 @@ def _seal_eval(agent: str, *extra: str, env=None):
     import sys
 
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "seal_trl.cli", "eval", "seal/ToolUse-Bank-v0", "--agent", agent,
+    done = subprocess.run([sys.executable, "-m", "seal_cli", "eval", "seal/ToolUse-Bank-v0", "--agent", agent,
                            "--split", "test", "--limit", "5", *extra], capture_output=True, text=True, timeout=120,
                           env={**os.environ, **(env or {})})
     return done, time.monotonic() - start

@@ -99,7 +99,7 @@ def test_observation_lite_is_a_serialisable_setting_that_reaches_training_envs_o
 
     from seal_envs.core.surface import surface_preset
     from seal_trl.coevolution import CoEvolution
-    from seal_trl.train import add_arguments
+    from seal_cli.args import add_train_arguments
 
     cfg = config(tmp_path, surface_preset="observation_lite", dynamic_tag_weights=True, evolution=False)
     saved = json.loads(cfg.to_json_string())
@@ -112,6 +112,6 @@ def test_observation_lite_is_a_serialisable_setting_that_reaches_training_envs_o
     assert train.unwrapped.surface.preset == "observation_lite"
     assert evaluation.unwrapped.surface.preset == "" and evaluation.unwrapped.surface.frozen
     parser = argparse.ArgumentParser()
-    add_arguments(parser)
+    add_train_arguments(parser)
     assert parser.parse_args(["--surface", "observation_lite"]).surface == "observation_lite"
     assert parser.parse_args([]).surface == "canonical"

@@ -7,7 +7,7 @@ import sys
 
 def test_seal_train_writes_a_run_folder(tmp_path):
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "seal_trl.cli", "train", "--out", str(out), "--model", "tiny", "--env",
+    cmd = [sys.executable, "-m", "seal_cli", "train", "--out", str(out), "--model", "tiny", "--env",
            "seal/ToolUse-v0", "--steps", "2", "--tasks-per-step", "2", "--num-generations", "2", "--max-new-tokens",
            "16", "--max-turns", "2", "--eval-tasks", "2", "--evolution", "--weighting", "turn",
            "--set", "max_turns=1"]  # --set reaches SEALConfig after the flags: one turn per episode
@@ -29,7 +29,7 @@ def test_seal_train_writes_a_run_folder(tmp_path):
     assert "Held-out evaluation" in (out / "report" / "report.md").read_text()
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)  # the folder is not empty now
     assert again.returncode == 2 and "not empty" in again.stderr and "--overwrite" in again.stderr
-    report = subprocess.run([sys.executable, "-m", "seal_trl.cli", "report", str(out), "--out", str(tmp_path / "r")],
+    report = subprocess.run([sys.executable, "-m", "seal_cli", "report", str(out), "--out", str(tmp_path / "r")],
                             capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr[-2000:]
     assert (tmp_path / "r" / "report.md").exists()
@@ -38,7 +38,7 @@ def test_seal_train_writes_a_run_folder(tmp_path):
 def test_seal_train_rejects_bad_numbers_fast(tmp_path):
     for flag, value in (("--steps", "0"), ("--steps", "-1"), ("--lr", "0"), ("--lr", "nan"), ("--difficulties", "x"),
                         ("--skip-uniform-tasks", "-2")):
-        done = subprocess.run([sys.executable, "-m", "seal_trl.cli", "train", "--out", str(tmp_path / "r"), flag, value],
+        done = subprocess.run([sys.executable, "-m", "seal_cli", "train", "--out", str(tmp_path / "r"), flag, value],
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and flag in done.stderr, (flag, value, done.stderr[-500:])
         assert not (tmp_path / "r").exists()
@@ -46,7 +46,7 @@ def test_seal_train_rejects_bad_numbers_fast(tmp_path):
 
 def test_seal_train_set_names_config_fields_and_checks_values_before_loading(tmp_path):
     for value, fragment in (("nope=1", "not a SEALConfig field"), ("min_scale=-1", "min_scale"), ("weighting", "FIELD=VALUE")):
-        done = subprocess.run([sys.executable, "-m", "seal_trl.cli", "train", "--out", str(tmp_path / "r"), "--set", value],
+        done = subprocess.run([sys.executable, "-m", "seal_cli", "train", "--out", str(tmp_path / "r"), "--set", value],
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and fragment in done.stderr, (value, done.stderr[-500:])
         assert "Traceback" not in done.stderr
@@ -57,7 +57,7 @@ def test_seal_train_defaults_start_from_the_shipped_agent(tmp_path):
     """The defaults (model, env) give a trained-before agent; run with --quiet, which must hide
     every progress bar but no result."""
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "seal_trl.cli", "train", "--out", str(out), "--steps", "1", "--tasks-per-step", "1",
+    cmd = [sys.executable, "-m", "seal_cli", "train", "--out", str(out), "--steps", "1", "--tasks-per-step", "1",
            "--num-generations", "2", "--eval-tasks", "2", "--max-turns", "3", "--threads", "1", "--quiet"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -78,7 +78,7 @@ def test_a_missing_model_is_one_error_line_not_a_traceback(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     for cmd in (["train", "--model", str(tmp_path / "no-model"), "--out", str(tmp_path / "r")],
                 ["eval", "seal/ToolUse-Bank-v0", "--agent", f"hf:{tmp_path / 'no-model'}", "--limit", "1"]):
-        done = subprocess.run([sys.executable, "-m", "seal_trl.cli", *cmd], capture_output=True, text=True,
+        done = subprocess.run([sys.executable, "-m", "seal_cli", *cmd], capture_output=True, text=True,
                               timeout=300, env=env)
         assert done.returncode == 2, done.stderr[-2000:]
         assert "seal: error: cannot load model" in done.stderr and "Traceback" not in done.stderr
@@ -89,7 +89,7 @@ def test_an_unreachable_hub_is_one_error_line_without_the_hub_warning(tmp_path):
 
     env = {**os.environ, "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": "http://127.0.0.1:9"}  # a closed port: refused at once
     env.pop("HF_HUB_VERBOSITY", None)
-    done = subprocess.run([sys.executable, "-m", "seal_trl.cli", "eval", "seal/ToolUse-Bank-v0", "--agent",
+    done = subprocess.run([sys.executable, "-m", "seal_cli", "eval", "seal/ToolUse-Bank-v0", "--agent",
                            "hf:does/not-exist", "--limit", "1", "--quiet"], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 2 and "seal: error: cannot load model 'does/not-exist'" in done.stderr, done.stderr[-2000:]
     assert "thrown while requesting" not in done.stderr and "Traceback" not in done.stderr
