@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from seal_envs.run_folder import EVALUATION_FILE, METRICS_FILE
+
 #: Flags on top of ``seal train``'s defaults (seal_trl.train.RECIPE).
 VARIANTS: dict[str, list[str]] = {
     "recipe": [],
@@ -94,7 +96,7 @@ def load_runs(out: Path) -> list[dict]:
     rows = []
     for path in sorted(out.glob("*/seed*/evaluation.json")):
         ev = json.loads(path.read_text())
-        metrics = [json.loads(line) for line in (path.parent / "metrics.jsonl").read_text().splitlines() if line]
+        metrics = [json.loads(line) for line in (path.parent / METRICS_FILE).read_text().splitlines() if line]
         rows.append({"variant": path.parent.parent.name, "seed": int(path.parent.name[4:]), "eval": ev,
                      "train_success": [m.get("success_rate", 0.0) for m in metrics],
                      "mixed": [1 - m.get("frac_reward_zero_std", 1.0) for m in metrics]})
@@ -172,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     if not args.report_only:
         todo = [(v, s) for v in args.variants for s in args.seeds
-                if not (run_dir(out, v, s) / "evaluation.json").exists()]
+                if not (run_dir(out, v, s) / EVALUATION_FILE).exists()]
         launch_all(todo, out, args.steps, args.eval_tasks, max(1, args.workers))
     rows = load_runs(out)
     (out / "table.md").write_text(markdown(rows))

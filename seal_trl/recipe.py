@@ -105,7 +105,7 @@ def run(recipe: Recipe) -> Any:
     trainer.train()
     trainer.save_model(str(out / "model"))
     if trainer.is_world_process_zero():
-        (out / "seal_state.json").write_text(json.dumps(trainer.seal_state_dict(), indent=1, default=str))
+        trainer.save_seal_state(out)
     return trainer
 
 

@@ -11,7 +11,6 @@ measurements behind every default. Any Hugging Face model id or path works throu
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from pathlib import Path
@@ -155,10 +154,11 @@ def run(args: argparse.Namespace) -> Path:
     after = evaluate(trainer.model, tokenizer, args.env, args.eval_tasks, None, bar("eval after"))
     trainer.save_model(str(out / "model"))
     trainer.save_state()
-    (out / "seal_state.json").write_text(json.dumps(trainer.seal_state_dict(), indent=1, default=str))
+    trainer.save_seal_state(out)
     callback.writer.save_evolver(trainer.seal_coevolution.evolver)
     callback.writer.save_surface(trainer.seal_coevolution.surface)
-    from seal_envs.report import save_evaluation, write_report
+    from seal_envs.report import write_report
+    from seal_envs.run_folder import save_evaluation
 
     settings = {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(args).items() if k != "func"}
     if before is not None:
@@ -178,7 +178,7 @@ def run_folder_callback(out: Path):
     Built on demand so importing this module (the CLI does) stays free of transformers."""
     from transformers import TrainerCallback
 
-    from seal_envs.report import RunWriter, metrics_from_log_history
+    from seal_envs.run_folder import RunWriter, metrics_from_log_history
 
     class RunFolderCallback(TrainerCallback):
         def __init__(self) -> None:

@@ -31,6 +31,8 @@ import torch
 from trl import GRPOTrainer
 
 from seal_envs.core.surface import surface_preset
+from seal_envs.run_folder import (SEAL_STATE_FILE, TRAINER_LABEL_PREFIX, TRAINER_PROGRESS, TRAINER_SUCCESS,
+                                  TRAINER_SURFACE_VERSION)
 
 from .coevolution import CoEvolution
 from .config import SEALConfig
@@ -40,9 +42,8 @@ from .reweight import TokenWeigher
 from .rollout import EpisodeResult, GenerateFn, MultiTurnRollout
 from .sampling import TaskMemory, group_slices, is_uniform
 
-__all__ = ["SEALGRPOTrainer", "SEAL_STATE_FILE"]
+__all__ = ["SEALGRPOTrainer"]
 
-SEAL_STATE_FILE = "seal_state.json"
 
 
 class SEALGRPOTrainer(GRPOTrainer):
@@ -242,16 +243,16 @@ class SEALGRPOTrainer(GRPOTrainer):
         for p in parts:
             labels.update(p["labels"]), w_sum.update(p["w_sum"]), w_n.update(p["w_n"])
         metrics = self._metrics[mode]
-        metrics["seal/success_rate"].append(total["passed"] / max(total["n"], 1))
-        metrics["seal/progress"].append(total["progress"] / max(total["n"], 1))
+        metrics[TRAINER_SUCCESS].append(total["passed"] / max(total["n"], 1))
+        metrics[TRAINER_PROGRESS].append(total["progress"] / max(total["n"], 1))
         n_labels = max(sum(labels.values()), 1)
         for name in sorted(labels):
-            metrics[f"seal/label_frac/{name}"].append(labels[name] / n_labels)
+            metrics[f"{TRAINER_LABEL_PREFIX}{name}"].append(labels[name] / n_labels)
             if w_n[name]:
                 metrics[f"seal/weight/{name}"].append(w_sum[name] / w_n[name])
         for key, value in self.seal_rollout.last_stats.items():
             metrics[f"seal/rollout/{key}"].append(float(value))
-        metrics["seal/surface_version"].append(float(self.seal_coevolution.surface.version))
+        metrics[TRAINER_SURFACE_VERSION].append(float(self.seal_coevolution.surface.version))
         metrics["seal/evolution_events"].append(float(len(self.seal_coevolution.evolver.events)))
 
     # -- loss: each shared prompt encoded once (seal_trl.prefix_loss) --------------------------
@@ -311,9 +312,16 @@ class SEALGRPOTrainer(GRPOTrainer):
         if self.args.should_save:
             from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-            folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
-            with open(os.path.join(folder, SEAL_STATE_FILE), "w") as f:
-                json.dump(self.seal_state_dict(), f, sort_keys=True)
+            self.save_seal_state(os.path.join(self._get_output_dir(trial=trial),
+                                              f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"))
+
+    def save_seal_state(self, folder: str | os.PathLike) -> str:
+        """Write :data:`~seal_envs.run_folder.SEAL_STATE_FILE` into ``folder`` (a checkpoint or the
+        run folder): what resuming and ``seal report`` read besides TRL's own state."""
+        path = os.path.join(folder, SEAL_STATE_FILE)
+        with open(path, "w") as f:
+            json.dump(self.seal_state_dict(), f, sort_keys=True, indent=1, default=str)
+        return path
 
     def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
         super()._load_optimizer_and_scheduler(checkpoint)

@@ -262,7 +262,7 @@ def test_openai_agent_in_process_sends_key_and_parses_tool_calls():
 
 # -- report ----------------------------------------------------------------------------------
 def test_report_command(tmp_path):
-    from seal_envs.report import RunWriter
+    from seal_envs.run_folder import RunWriter
 
     w = RunWriter(tmp_path / "run")
     for step in range(3):

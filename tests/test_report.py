@@ -10,9 +10,10 @@ from seal_envs.agents import OracleAgent, RandomAgent, run_episode
 from seal_envs.core.diagnosis import LABELS
 from seal_envs.core.evolver import Evolver
 from seal_envs.report import (
-    RunWriter, episode_metrics, label_series, load_run, plot_labels, plot_success, plot_surface_timeline,
-    success_series, surface_series, write_evolution_report, write_report,
+    label_series, plot_labels, plot_success, plot_surface_timeline, success_series, surface_series,
+    write_evolution_report, write_report,
 )
+from seal_envs.run_folder import RunWriter, episode_metrics, load_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -203,7 +204,8 @@ def test_trainer_output_folder_reads_as_a_run(tmp_path):
 
 def test_markdown_prints_surface_versions_as_integers(tmp_path):
     """TRL logs the mean of seal/surface_version (0.0, 2.0): the summary said 'surface version 0.0' (issue 20)."""
-    from seal_envs.report import metrics_from_log_history, summary_markdown
+    from seal_envs.report import summary_markdown
+    from seal_envs.run_folder import metrics_from_log_history
 
     log = [{"step": s, "seal/success_rate": 0.5, "reward": 0.5, "seal/surface_version": v}
            for s, v in ((1, 0.0), (2, 1.9999999))]

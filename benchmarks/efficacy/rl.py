@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .arms import arm_overrides
+from seal_envs.run_folder import TRAINER_PROGRESS, TRAINER_SUCCESS
 from seal_trl.policy_eval import ENV_ID, evaluate_policy
 from .settings import EvalConfig, RLConfig
 from seal_trl.warmstart import load_warmstart
@@ -37,7 +38,7 @@ def _callback(log: Callable[[str], None], steps: int, start: float):
     class Progress(TrainerCallback):
         def on_log(self, args, state, control, logs=None, **kwargs):
             logs = logs or {}
-            if "seal/success_rate" not in logs:
+            if TRAINER_SUCCESS not in logs:
                 return
             log(f"    step {state.global_step}/{steps}: success {logs.get('seal/success_rate', 0):.3f} "
                 f"reward {logs.get('reward', 0):.3f} progress {logs.get('seal/progress', 0):.3f} "
@@ -75,7 +76,7 @@ def train_arm(arm: str, seed: int, out: Path, warm_dir: Path, rl: RLConfig, ev: 
                               callbacks=[_callback(log, rl.steps, start)])
     trainer.train()
     train_seconds = time.perf_counter() - start
-    history = [h for h in trainer.state.log_history if "seal/success_rate" in h]
+    history = [h for h in trainer.state.log_history if TRAINER_SUCCESS in h]
     label_frac: dict[str, float] = defaultdict(float)
     for h in history:
         for k, v in h.items():
@@ -94,9 +95,9 @@ def train_arm(arm: str, seed: int, out: Path, warm_dir: Path, rl: RLConfig, ev: 
         "train": {
             "steps": trainer.state.global_step, "seconds": round(train_seconds, 1),
             "episodes": trainer.state.global_step * rl.tasks_per_step * rl.num_generations,
-            "success_rate": [h.get("seal/success_rate") for h in history],
+            "success_rate": [h.get(TRAINER_SUCCESS) for h in history],
             "reward": [h.get("reward") for h in history],
-            "progress": [h.get("seal/progress") for h in history],
+            "progress": [h.get(TRAINER_PROGRESS) for h in history],
             "reward_std": [h.get("reward_std") for h in history],
             "label_fraction": dict(sorted(label_frac.items())),
             "surface_version": trainer.seal_coevolution.surface.version,

@@ -13,7 +13,8 @@ from seal_helpers import ScriptedPolicy, cpu_args, small_model  # noqa: E402
 
 from seal_envs import TurnLabel, official_tag  # noqa: E402
 from seal_trl.data import make_dataset  # noqa: E402
-from seal_trl.trainer import SEAL_STATE_FILE, SEALGRPOTrainer  # noqa: E402
+from seal_envs.run_folder import SEAL_STATE_FILE  # noqa: E402
+from seal_trl.trainer import SEALGRPOTrainer  # noqa: E402
 from seal_trl.weighting import OFFICIAL_TAG_WEIGHTS  # noqa: E402
 
 
