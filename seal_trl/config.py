@@ -13,7 +13,7 @@ from typing import Any
 
 from trl import GRPOConfig
 
-from .weighting import OFFICIAL_MAX_SCALE, OFFICIAL_MIN_SCALE
+from .advantage_weights import OFFICIAL_MAX_SCALE, OFFICIAL_MIN_SCALE
 
 __all__ = ["SEALConfig", "WEIGHTING_MODES", "APPLY_TO", "TAG_SOURCES"]
 
@@ -111,7 +111,7 @@ class SEALConfig(GRPOConfig):
     ema_tag_weights: bool = field(
         default=False,
         metadata={"help": "Dynamic tag weights: boost a failure tag by its EMA frequency (see "
-                          "`weighting.EMATagWeights`); counts are summed over processes."},
+                          "`advantage_weights.EMATagWeights`); counts are summed over processes."},
     )
     ema_alpha: float = field(default=0.1, metadata={"help": "EMA rate of the dynamic tag weights, in (0, 1]."})
     ema_strength: float = field(
@@ -121,7 +121,7 @@ class SEALConfig(GRPOConfig):
         default=False,
         metadata={"help": "The paper's dynamic tag weights: each tag's weight moves (EMA) towards base x (1 + alpha x "
                           "prevalence x (1 - mean reward) x confidence) over a window cleared every epoch (see "
-                          "`weighting.OfficialDynamicTagWeights`); saved in seal_state.json."},
+                          "`advantage_weights.OfficialDynamicTagWeights`); saved in seal_state.json."},
     )
     dynamic_ema_beta: float = field(default=0.25, metadata={"help": "Dynamic tag weights: EMA step, in [0, 1]."})
     dynamic_prevalence_alpha: float = field(default=1.0, metadata={"help": "Dynamic tag weights: alpha."})

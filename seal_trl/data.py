@@ -1,4 +1,6 @@
-"""The stock-TRL path: a dataset of SEAL tasks and a ``rollout_func`` for an unmodified ``GRPOTrainer``.
+"""SEAL tasks as TRL data, and the rollout glue both trainers share: datasets of tasks, the env
+pool and rollout outputs ``SEALGRPOTrainer`` uses, and a ``rollout_func`` for an unmodified
+``GRPOTrainer``.
 
 ``make_dataset(env_id, split)`` gives one row per task of the split: a conversational ``prompt``
 (the messages ``env.reset`` shows first) and the columns ``seed``, ``env_id``, ``task_id``,

@@ -38,7 +38,7 @@ from .coevolution import CoEvolution
 from .config import SEALConfig
 from .data import EnvPool, env_reward, make_dataset, reset_args, rollout_output, task_of_prompt
 from .generation import sync_active_fn, trainer_generate_fn
-from .reweight import TokenWeigher
+from .token_weigher import TokenWeigher
 from .rollout import EpisodeResult, GenerateFn, MultiTurnRollout
 from .sampling import TaskMemory, group_slices, is_uniform
 

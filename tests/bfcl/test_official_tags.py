@@ -202,7 +202,7 @@ def test_trajectory_scale_is_the_official_one_where_per_step_tags_differ():
     """The two cases of issue 15: out of steps after turn 0, and a passing run with a repeated call."""
     from seal_envs import official_tag
     from seal_envs.core.types import TurnLabel
-    from seal_trl.weighting import trajectory_scale
+    from seal_trl.advantage_weights import trajectory_scale
 
     def per_step_scale(info):
         return trajectory_scale(official_tag(TurnLabel.from_dict(d)) for d in info["turn_labels"])

@@ -15,7 +15,7 @@ from seal_envs import TurnLabel, official_tag  # noqa: E402
 from seal_trl.data import make_dataset  # noqa: E402
 from seal_envs.run_folder import SEAL_STATE_FILE  # noqa: E402
 from seal_trl.trainer import SEALGRPOTrainer  # noqa: E402
-from seal_trl.weighting import OFFICIAL_TAG_WEIGHTS  # noqa: E402
+from seal_trl.advantage_weights import OFFICIAL_TAG_WEIGHTS  # noqa: E402
 
 
 class SpyTrainer(SEALGRPOTrainer):

@@ -1,4 +1,4 @@
-"""From an episode's turn labels to per-token advantage weights ``[B, T]`` (uses :mod:`seal_trl.weighting`).
+"""From an episode's turn labels to per-token advantage weights ``[B, T]`` (uses :mod:`seal_trl.advantage_weights`).
 
 ``TokenWeigher.weights(turn_index, turn_labels, advantages)`` implements the three modes of
 :class:`~seal_trl.config.SEALConfig`:
@@ -18,8 +18,8 @@ their count. Environment tokens (``turn_index == -1``) and padding always weigh 
 In ``turn`` mode a step's tag is its primary label (``tag_source="label"``) or the official
 SEAL tag of that label (``"official"``, the default, which the official tag-weight table is keyed by).
 
-Tag weights are static, or move with the batches: ``ema`` (:class:`~seal_trl.weighting.EMATagWeights`,
-this project's rule) or ``dynamic`` (:class:`~seal_trl.weighting.OfficialDynamicTagWeights`,
+Tag weights are static, or move with the batches: ``ema`` (:class:`~seal_trl.advantage_weights.EMATagWeights`,
+this project's rule) or ``dynamic`` (:class:`~seal_trl.advantage_weights.OfficialDynamicTagWeights`,
 the paper's rule), never both.
 """
 
@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .weighting import (
+from .advantage_weights import (
     OFFICIAL_TAG_WEIGHTS,
     EMATagWeights,
     OfficialDynamicTagWeights,

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 from seal_trl.config import SEALConfig  # noqa: E402
-from seal_trl.reweight import TokenWeigher, turn_tag  # noqa: E402
+from seal_trl.token_weigher import TokenWeigher, turn_tag  # noqa: E402
 
 
 def config(tmp_path, **kw):
@@ -80,7 +80,7 @@ def test_renormalize_and_budget():
 def test_missing_labels_weigh_one_and_ema_moves_weights():
     w = TokenWeigher("turn").weights(INDEX, [[], []], torch.tensor([1.0, 1.0]))
     assert w.tolist() == (INDEX >= 0).float().tolist()
-    from seal_trl.weighting import EMATagWeights
+    from seal_trl.advantage_weights import EMATagWeights
 
     weigher = TokenWeigher("turn", ema=EMATagWeights(alpha=0.5))
     before = weigher.tag_weights["empty_turn_model_response"]

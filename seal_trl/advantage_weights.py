@@ -1,4 +1,5 @@
-"""Diagnosis-guided advantage reweighting: pure functions from turn labels to token weights.
+"""Advantage weights as pure arithmetic: tag weight tables, per-turn and per-episode scales, token
+weights. :mod:`seal_trl.token_weigher` holds the stateful object the trainer calls.
 
 Why a separate module: the trainer turns GRPO's per-sequence advantage ``A[b]`` into per-token
 advantages ``A[b] * w[b, t]`` where ``w`` comes from the failure labels of the turn that produced
