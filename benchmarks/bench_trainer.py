@@ -104,7 +104,7 @@ def build(variant: str, a, tok, dataset, out: str, clock: Clock):
     import trl
     from transformers import TrainerCallback
 
-    from seal_trl.coevolution import CoEvolution
+    from seal_envs import CoEvolution
     from seal_trl.config import SEALConfig
     from seal_trl.data import env_reward, make_rollout_func
     from seal_trl.tiny import build_tiny_model
@@ -187,16 +187,16 @@ def build(variant: str, a, tok, dataset, out: str, clock: Clock):
     coev = trainer.seal_coevolution
     coev.step = clock.wrap("seal_evolve", coev.step)  # evolver update + surface patches
     coev.apply = clock.wrap("seal_evolve_apply", coev.apply)  # inside the rollout: give envs the surface
-    if not getattr(CoEvolution.local_pending, "_bench_timed", False):
-        timed = clock_proxy.wrap("seal_diagnosis_counts", CoEvolution.local_pending)
+    if not getattr(CoEvolution.count, "_bench_timed", False):
+        timed = clock_proxy.wrap("seal_diagnosis_counts", CoEvolution.count)
         timed._bench_timed = True
-        CoEvolution.local_pending = staticmethod(timed)
+        CoEvolution.count = staticmethod(timed)
     clock_proxy.target = clock
     return trainer
 
 
 class _ClockProxy:
-    """Routes the class-level ``CoEvolution.local_pending`` timer to the current variant's clock."""
+    """Routes the class-level ``CoEvolution.count`` timer to the current variant's clock."""
 
     target: Clock | None = None
 

@@ -6,6 +6,7 @@
 
 from seal_envs.core.diagnosis import LABELS, OFFICIAL_TAG, diagnose, official_tag
 from seal_envs.core.surface import CANONICAL, FrozenSurfaceError, Surface, SurfacePatch
+from seal_envs.coevolution import CoEvolution
 from seal_envs.core.types import CallEvent, Task, ToolCall, ToolSpec, TurnLabel, Verdict
 from seal_envs.env import ToolUseEnv
 from seal_envs.registration import register_all, registered_ids
@@ -14,7 +15,7 @@ from seal_envs.tasks import TaskSet, default_task_set, task_from_id
 register_all()
 
 __all__ = [
-    "CANONICAL", "CallEvent", "FrozenSurfaceError", "LABELS", "OFFICIAL_TAG", "Surface", "SurfacePatch",
+    "CANONICAL", "CallEvent", "CoEvolution", "FrozenSurfaceError", "LABELS", "OFFICIAL_TAG", "Surface", "SurfacePatch",
     "Task", "TaskSet", "ToolCall", "ToolSpec", "ToolUseEnv", "TurnLabel", "Verdict", "default_task_set",
     "diagnose", "official_tag", "registered_ids", "task_from_id",
 ]

@@ -43,9 +43,8 @@ the canonical surface; implied by test and ood), ``max_steps``, ``reward_mode``,
 
 from __future__ import annotations
 
-import copy
 import json
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -53,7 +52,6 @@ import numpy as np
 from seal_envs.core.calls import MAX_ACTION_CHARS, FormatError, action_text
 from seal_envs.core.datacopy import Snapshot, deep_copy
 from seal_envs.core.diagnosis import Diagnoser, diagnose, immediate_label
-from seal_envs.core.evolver import EpisodeDiagnosis, Evolver
 from seal_envs.core.official import official_score
 from seal_envs.core.surface import CANONICAL, FrozenSurfaceError, Surface, SurfacePatch, surface_preset
 from seal_envs.core.types import CallEvent, StepRecord, Task, canonical_json
@@ -158,7 +156,7 @@ class ToolUseEnv(gym.Env):
     def __init__(self, domains: Sequence[str] | None = None, split: str = "train", *, task_set=None,
                  evaluation: bool = False,
                  max_steps: int = 24, reward_mode: str = "binary", surface: Surface | str | None = None,
-                 diagnoser: Diagnoser | None = None, evolver: Evolver | None = None,
+                 diagnoser: Diagnoser | None = None,
                  render_mode: str | None = None):
         if reward_mode not in ("binary", "progress"):
             raise ValueError(f"reward_mode must be 'binary' or 'progress', got {reward_mode!r}")
@@ -178,9 +176,6 @@ class ToolUseEnv(gym.Env):
         self.max_steps = max_steps
         self.reward_mode = reward_mode
         self.diagnoser = diagnoser
-        # A copy: gym.make_vec(..., vectorization_mode="sync") hands every copy the same kwargs,
-        # and copies sharing one evolver would count each batch once per copy.
-        self.evolver = copy.deepcopy(evolver) if evolver is not None else Evolver()
         self.render_mode = render_mode
         self.task_weights: np.ndarray | None = None
         self.observation_space = UnicodeText(self.MAX_OBS)
@@ -202,25 +197,13 @@ class ToolUseEnv(gym.Env):
         return self._surface
 
     def set_surface(self, surface: Surface) -> None:
-        """Replace the surface (restoring a checkpoint, syncing ranks); train envs only."""
+        """Show ``surface`` from the next observation on (a :class:`~seal_envs.coevolution.CoEvolution`
+        hands it out); train envs only."""
         if self.surface.frozen:
             raise FrozenSurfaceError("this env evaluates on the canonical surface: it cannot be replaced")
         if not isinstance(surface, Surface):
             raise TypeError(f"a surface is a seal_envs.core.surface.Surface, got {type(surface).__name__}")
         self._surface = surface
-
-    def evolve(self, diagnoses: Iterable[EpisodeDiagnosis | Mapping[str, Any]]) -> list[SurfacePatch]:
-        """Feed finished episodes (diagnoses or their last ``info`` dicts) to the env's evolver,
-        close the batch, apply the patches it proposes and return them."""
-        if self.surface.frozen:
-            raise FrozenSurfaceError("this env evaluates on the canonical surface: it does not evolve")
-        self.evolver.observe(d if isinstance(d, EpisodeDiagnosis) else EpisodeDiagnosis.from_info(d)
-                             for d in diagnoses)
-        patches = self.evolver.update()
-        self._surface = self._surface.apply_all(patches)
-        if self.evolver.curriculum:
-            self.set_task_weights(self.evolver.curriculum_weights(self.task_set))
-        return patches
 
     def set_task_weights(self, weights: Sequence[float] | None) -> None:
         """Sampling weights over the split's task indices (curriculum); None for uniform."""

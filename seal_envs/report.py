@@ -21,7 +21,9 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from seal_envs.coevolution import CoEvolution
 from seal_envs.core.diagnosis import LABELS
+from seal_envs.core.evolver import Evolver
 from seal_envs.core.surface import CHANNELS, Surface
 from seal_envs.run_folder import LABEL_PREFIX, load_run
 
@@ -283,10 +285,10 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> dict
     return {"out_dir": str(out), "markdown": text, "files": files, "series": series}
 
 
-def write_evolution_report(env_or_evolver: Any, surface: Surface | None = None,
+def write_evolution_report(coevolution_or_evolver: CoEvolution | Evolver, surface: Surface | None = None,
                            out_dir: str | Path = ".") -> dict[str, Any]:
-    """The evolution record of an env (its evolver and surface) or of an evolver (with the
-    surface it drove, if given): ``evolution.json`` with the surface history (every patch with
+    """The evolution record of a :class:`~seal_envs.coevolution.CoEvolution` (its evolver and
+    surface) or of an evolver (with the surface it drove, if given): ``evolution.json`` with the surface history (every patch with
     the evolver update that made it), the final surface, and the label distribution per evolver
     update; plus ``evolution.png`` (surface timeline over label distribution) when matplotlib is
     installed. Returns ``{"json", "png", "surface_series", "label_series", "record"}``.
@@ -295,12 +297,12 @@ def write_evolution_report(env_or_evolver: Any, surface: Surface | None = None,
     here covers those; a trainer that wants the whole run logs :func:`episode_metrics` per step
     (``metrics.jsonl``) and uses :func:`write_report`.
     """
-    env = getattr(env_or_evolver, "unwrapped", env_or_evolver)
-    evolver = getattr(env, "evolver", env)
-    if surface is None:
-        surface = getattr(env, "surface", None)
-    if not hasattr(evolver, "events") or not hasattr(evolver, "label_counts"):
-        raise TypeError(f"expected a ToolUseEnv or an Evolver, got {type(env_or_evolver).__name__}")
+    if isinstance(coevolution_or_evolver, CoEvolution):
+        evolver, surface = coevolution_or_evolver.evolver, surface or coevolution_or_evolver.surface
+    elif isinstance(coevolution_or_evolver, Evolver):
+        evolver = coevolution_or_evolver
+    else:
+        raise TypeError(f"expected a CoEvolution or an Evolver, got {type(coevolution_or_evolver).__name__}")
     history = [dict(e) for e in evolver.events]
     if not history and surface is not None and surface.history:
         history = [{"update": i + 1, **p.to_dict()} for i, p in enumerate(surface.history)]
@@ -313,7 +315,7 @@ def write_evolution_report(env_or_evolver: Any, surface: Surface | None = None,
                            **{f"{LABEL_PREFIX}{lb}": (n / total if total else 0.0) for lb, n in c.items()}})
     record = {
         "updates": evolver.updates,
-        "levels": {k.replace("|", "/"): v for k, v in sorted(evolver.levels.items())},
+        "levels": {"/".join(k): v for k, v in sorted(evolver.levels.items())},
         "surface": None if surface is None else json.loads(surface.to_json()),
         "surface_history": history,
         "label_distribution": label_rows,

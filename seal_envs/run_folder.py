@@ -95,9 +95,9 @@ class RunWriter:
         writer = RunWriter("runs/exp1")
         metrics = episode_metrics(final_infos, rewards)
         writer.log(step, metrics | {"loss": loss})
-        patches = env.evolve(final_infos)
-        writer.log_patches(step, patches, update=env.evolver.updates)
-        writer.save_evolver(env.evolver); writer.save_surface(env.surface)
+        patches = co.evolve(final_infos); co.apply(env)      # co: a seal_envs.CoEvolution
+        writer.log_patches(step, patches, update=co.evolver.updates)
+        writer.save_evolver(co.evolver); writer.save_surface(co.surface)
     """
 
     def __init__(self, run_dir: str | Path, *, resume: bool = False):

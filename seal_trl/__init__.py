@@ -12,7 +12,6 @@ from typing import Any
 
 __all__ = [
     "OFFICIAL_TAG_WEIGHTS",
-    "CoEvolution",
     "EMATagWeights",
     "EpisodeResult",
     "Generation",
@@ -44,7 +43,6 @@ _LAZY: dict[str, str] = {
     "make_rollout_func": "data",
     "env_reward": "data",
     "TokenWeigher": "token_weigher",
-    "CoEvolution": "coevolution",
     "build_tiny_model": "tiny",
     "build_tiny_tokenizer": "tiny",
     "load_model_and_tokenizer": "tiny",

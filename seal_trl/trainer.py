@@ -30,11 +30,11 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
+from seal_envs.coevolution import CoEvolution
 from seal_envs.core.surface import surface_preset
 from seal_envs.run_folder import (SEAL_STATE_FILE, TRAINER_LABEL_PREFIX, TRAINER_PROGRESS, TRAINER_SUCCESS,
                                   TRAINER_SURFACE_VERSION)
 
-from .coevolution import CoEvolution
 from .config import SEALConfig
 from .data import EnvPool, env_reward, make_dataset, reset_args, rollout_output, task_of_prompt
 from .generation import sync_active_fn, trainer_generate_fn
@@ -174,7 +174,7 @@ class SEALGRPOTrainer(GRPOTrainer):
                                                       [r.info.get("official_tags") for r in results],
                                                       [r.reward for r in results])
         stats = self._seal_gather({"tags": counts, "tag_rewards": rewards,
-                                   "pending": CoEvolution.local_pending(r.info for r in results)
+                                   "pending": CoEvolution.count(r.info for r in results)
                                    if mode == "train" and self.seal_coevolution.active else {}})
         if mode == "train":
             self.seal_weigher.observe(stats["tags"], stats["tag_rewards"], epoch=int(self.state.epoch or 0))

@@ -26,6 +26,7 @@ import gymnasium as gym
 import pytest
 
 import seal_envs  # noqa: F401
+from seal_envs import CoEvolution
 from seal_envs.agents import OracleAgent, RandomAgent
 from seal_envs.core.surface import CHANNELS, MAX_LEVEL, Surface, SurfacePatch
 from seal_envs.core.types import ToolCall, canonical_json
@@ -212,12 +213,13 @@ def native_cases() -> Iterator[tuple[str, Callable[[], str]]]:
     def evolving() -> str:
         d = Digest()
         env = gym.make("seal/ToolUse-v0", max_steps=12)
-        base = env.unwrapped
+        co = CoEvolution()
         for batch in range(3):
             infos = []
             for seed in range(8):
                 infos.append(play(env, RandomAgent(100 * batch + seed), d, seed=100 * batch + seed))
-            d.add([p.to_dict() for p in base.evolve(infos)], base.surface.to_json())
+            d.add([p.to_dict() for p in co.evolve(infos)], co.surface.to_json())
+            co.apply(env)
         play(env, OracleAgent(mutate=chaos_mutate(5)), d, seed=5)
         return d.hexdigest()
 

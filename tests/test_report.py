@@ -8,6 +8,7 @@ import pytest
 import seal_envs  # noqa: F401
 from seal_envs.agents import OracleAgent, RandomAgent, run_episode
 from seal_envs.core.diagnosis import LABELS
+from seal_envs.coevolution import CoEvolution
 from seal_envs.core.evolver import Evolver
 from seal_envs.report import (
     label_series, plot_labels, plot_success, plot_surface_timeline, success_series, surface_series,
@@ -19,8 +20,9 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def fake_training(run_dir, steps=6, episodes=6):
-    """A stand-in for a trainer: random agents first, then the oracle; the env evolves each step."""
-    env = gym.make("seal/ToolUse-Bank-v0", evolver=Evolver(window=1, min_episodes=4, fade_patience=1)).unwrapped
+    """A stand-in for a trainer: random agents first, then the oracle; the surface evolves each step."""
+    co = CoEvolution(Evolver(window=1, min_episodes=4, fade_patience=1))
+    env = gym.make("seal/ToolUse-Bank-v0").unwrapped
     writer = RunWriter(run_dir)
     for step in range(steps):
         infos, rewards = [], []
@@ -30,11 +32,12 @@ def fake_training(run_dir, steps=6, episodes=6):
             infos.append(info)
             rewards.append(reward)
         writer.log(step, episode_metrics(infos, rewards) | {"loss": 0.1 * step})
-        patches = env.evolve(infos)
-        writer.log_patches(step, patches, update=env.evolver.updates)
-    writer.save_evolver(env.evolver)
-    writer.save_surface(env.surface)
-    return env
+        patches = co.evolve(infos)
+        co.apply(env)
+        writer.log_patches(step, patches, update=co.evolver.updates)
+    writer.save_evolver(co.evolver)
+    writer.save_surface(co.surface)
+    return co
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +59,7 @@ def test_episode_metrics_hand_computed():
 
 
 def test_run_folder_format(run):
-    path, env = run
+    path, co = run
     lines = (path / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == 6
     for n, line in enumerate(lines):
@@ -67,14 +70,14 @@ def test_run_folder_format(run):
     history = json.loads((path / "surface_history.json").read_text())
     assert history, "the random phase should have raised some channel"
     assert [{k: h[k] for k in ("channel", "scope", "level", "reason")} for h in history] == \
-        [{k: e[k] for k in ("channel", "scope", "level", "reason")} for e in env.evolver.events]
+        [{k: e[k] for k in ("channel", "scope", "level", "reason")} for e in co.evolver.events]
     assert all({"step", "update"} <= set(h) for h in history)
     loaded = load_run(path)
-    assert loaded["evolver"]["updates"] == 6 and loaded["surface"]["version"] == env.surface.version
+    assert loaded["evolver"]["updates"] == 6 and loaded["surface"]["version"] == co.surface.version
 
 
 def test_plots_return_the_data_they_drew(run, tmp_path):
-    path, env = run
+    path, co = run
     metrics = load_run(path)["metrics"]
     s = plot_success(metrics, tmp_path / "s.png")
     assert s["step"] == list(range(6))
@@ -90,7 +93,7 @@ def test_plots_return_the_data_they_drew(run, tmp_path):
     history = load_run(path)["surface_history"]
     sur = plot_surface_timeline(history, tmp_path / "t.png", start=0, end=5)
     final = {name: d["level"][-1] for name, d in sur["scopes"].items()}
-    assert {k: v for k, v in final.items() if v} == {f"{c}/{s}": lv for c, s, lv in env.surface.levels}
+    assert {k: v for k, v in final.items() if v} == {f"{c}/{s}": lv for c, s, lv in co.surface.levels}
     assert all(d["x"][0] == 0 and d["x"][-1] == 5 for d in sur["scopes"].values())
     assert (tmp_path / "t.png").read_bytes().startswith(PNG)
 
@@ -120,12 +123,12 @@ def test_label_series_skips_labels_never_seen():
 
 
 def test_write_report(run, tmp_path):
-    path, env = run
+    path, co = run
     out = write_report(path, tmp_path / "rep")
     md = (tmp_path / "rep" / "report.md").read_text()
     assert md == out["markdown"]
     assert "6 logged steps (0 to 5)" in md and "| success_rate |" in md and "## Turn labels" in md
-    assert f"{len(env.evolver.events)} surface patches" in md
+    assert f"{len(co.evolver.events)} surface patches" in md
     assert "![success](success.png)" in md
     series = json.loads((tmp_path / "rep" / "series.json").read_text())
     assert series["success"]["success_rate"] == out["series"]["success"]["success_rate"]
@@ -154,21 +157,21 @@ def test_load_run_errors(tmp_path):
 
 
 def test_write_evolution_report_from_env_and_from_evolver(run, tmp_path):
-    _, env = run
-    out = write_evolution_report(env, out_dir=tmp_path / "a")
+    _, co = run
+    out = write_evolution_report(co, out_dir=tmp_path / "a")
     record = json.loads((tmp_path / "a" / "evolution.json").read_text())
     assert record == json.loads(json.dumps(out["record"]))
-    assert record["surface_history"] == env.evolver.events
-    assert record["surface"]["version"] == env.surface.version
+    assert record["surface_history"] == co.evolver.events
+    assert record["surface"]["version"] == co.surface.version
     assert record["updates"] == 6
     # window=1: the evolver keeps the last update's label counts only
     assert [r["update"] for r in record["label_distribution"]] == [6]
-    assert record["label_distribution"][0]["counts"] == env.evolver.label_counts()[-1]
+    assert record["label_distribution"][0]["counts"] == co.evolver.label_counts()[-1]
     final = {n: d["level"][-1] for n, d in out["surface_series"]["scopes"].items() if d["level"][-1]}
-    assert final == {f"{c}/{s}": lv for c, s, lv in env.surface.levels}
+    assert final == {f"{c}/{s}": lv for c, s, lv in co.surface.levels}
     assert out["label_series"]["step"] == [6]
     assert out["png"] and (tmp_path / "a" / "evolution.png").read_bytes().startswith(PNG)
-    same = write_evolution_report(env.evolver, env.surface, tmp_path / "b")
+    same = write_evolution_report(co.evolver, co.surface, tmp_path / "b")
     assert same["record"] == out["record"]
     with pytest.raises(TypeError):
         write_evolution_report(object(), None, tmp_path / "c")

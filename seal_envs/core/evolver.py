@@ -19,7 +19,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
 from . import statefile
 from .surface import MAX_LEVEL, SurfacePatch
@@ -102,8 +102,61 @@ class EpisodeDiagnosis:
                                 tuple(TurnLabel.from_dict(d) for d in info["turn_labels"]))
 
 
-def _key(*parts: Any) -> str:
-    return "|".join(map(str, parts))
+class Count(NamedTuple):
+    """The key of one statistic: ``kind`` is ``episodes`` (per domain), ``bucket_n`` and
+    ``bucket_pass`` (per domain and difficulty), ``label`` (per turn label) or ``fail`` (episodes
+    of a domain failing a channel's scope). State files spell it ``kind|domain|...``."""
+
+    kind: str
+    domain: str = ""
+    difficulty: int = 0
+    channel: str = ""
+    scope: str = ""
+
+    def spelled(self) -> str:
+        parts = {"episodes": (self.domain,), "bucket_n": (self.domain, self.difficulty),
+                 "bucket_pass": (self.domain, self.difficulty), "label": (self.scope,),
+                 "fail": (self.domain, self.channel, self.scope)}[self.kind]
+        return "|".join(map(str, (self.kind, *parts)))
+
+    @staticmethod
+    def parse(text: str) -> "Count":
+        kind, *parts = text.split("|")
+        if kind == "episodes" and len(parts) == 1:
+            return Count(kind, parts[0])
+        if kind in ("bucket_n", "bucket_pass") and len(parts) == 2 and parts[1].lstrip("-").isdigit():
+            return Count(kind, parts[0], int(parts[1]))
+        if kind == "label" and len(parts) == 1:
+            return Count(kind, scope=parts[0])
+        if kind == "fail" and len(parts) == 3:
+            return Count(kind, parts[0], channel=parts[1], scope=parts[2])
+        raise ValueError(f"not an evolver statistic: {text!r}")
+
+
+def count_diagnoses(diagnoses: Iterable[EpisodeDiagnosis]) -> Counter:
+    """The evolver's statistics of finished episodes: a pure count, so batches from any number of
+    processes merge by addition in any order."""
+    counts: Counter = Counter()
+    for d in diagnoses:
+        counts[Count("episodes", d.domain)] += 1
+        counts[Count("bucket_n", d.domain, d.difficulty)] += 1
+        counts[Count("bucket_pass", d.domain, d.difficulty)] += int(d.passed)
+        for label in d.labels:
+            counts[Count("label", scope=label.label)] += 1
+        for channel, scope in sorted({s for s in map(label_scope, d.labels) if s is not None}):
+            counts[Count("fail", d.domain, channel=channel, scope=scope)] += 1
+    return counts
+
+
+def _spelled(counts: Mapping[Count, int]) -> dict[str, int]:
+    return dict(sorted((k.spelled(), n) for k, n in counts.items()))
+
+
+def _parsed(counts: Mapping[str, int], source: str, name: str) -> Counter:
+    try:
+        return Counter({Count.parse(k): n for k, n in counts.items()})
+    except ValueError as e:
+        raise statefile.StateFileError(f"{source}: field '{name}': {e}") from None
 
 
 @dataclass
@@ -117,13 +170,13 @@ class Evolver:
     curriculum: bool = False
     curriculum_floor: float = 0.1
     curriculum_ema: float = 0.5
-    # state
+    # state: (channel, scope) keys for levels and streaks, (domain, difficulty) for buckets
     pending: Counter = field(default_factory=Counter)
-    history: list[dict[str, int]] = field(default_factory=list)
-    levels: dict[str, int] = field(default_factory=dict)
-    raise_streak: dict[str, int] = field(default_factory=dict)
-    fade_streak: dict[str, int] = field(default_factory=dict)
-    bucket_success: dict[str, float] = field(default_factory=dict)
+    history: list[Counter] = field(default_factory=list)
+    levels: dict[tuple[str, str], int] = field(default_factory=dict)
+    raise_streak: dict[tuple[str, str], int] = field(default_factory=dict)
+    fade_streak: dict[tuple[str, str], int] = field(default_factory=dict)
+    bucket_success: dict[tuple[str, int], float] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     updates: int = 0
 
@@ -137,18 +190,15 @@ class Evolver:
     # -- statistics ----------------------------------------------------------------------
     def observe(self, diagnoses: Iterable[EpisodeDiagnosis]) -> None:
         """Add finished episodes to the pending batch (order does not matter)."""
-        for d in diagnoses:
-            self.pending[_key("episodes", d.domain)] += 1
-            self.pending[_key("bucket_n", d.domain, d.difficulty)] += 1
-            self.pending[_key("bucket_pass", d.domain, d.difficulty)] += int(d.passed)
-            for label in d.labels:
-                self.pending[_key("label", label.label)] += 1
-            for scope in sorted({s for s in map(label_scope, d.labels) if s is not None}):
-                self.pending[_key("fail", d.domain, *scope)] += 1
+        self.add_counts(count_diagnoses(diagnoses))
+
+    def add_counts(self, counts: Mapping[Count, int]) -> None:
+        """Add counted episodes (:func:`count_diagnoses`, from this or another process)."""
+        self.pending.update(counts)
 
     def merge(self, other: "Evolver") -> None:
         """Add another process's pending batch to this one."""
-        self.pending.update(other.pending)
+        self.add_counts(other.pending)
 
     def rates(self) -> dict[tuple[str, str], float]:
         """Failure rate per (channel, scope) over the window: the worst domain's rate."""
@@ -157,33 +207,32 @@ class Evolver:
             total.update(batch)
         out: dict[tuple[str, str], float] = {}
         for key, n in sorted(total.items()):
-            kind, *rest = key.split("|")
-            if kind != "fail":
+            if key.kind != "fail":
                 continue
-            domain, channel, scope = rest
-            episodes = total[_key("episodes", domain)]
+            episodes = total[Count("episodes", key.domain)]
             if episodes >= self.min_episodes:
-                out[(channel, scope)] = max(out.get((channel, scope), 0.0), n / episodes)
+                scope = (key.channel, key.scope)
+                out[scope] = max(out.get(scope, 0.0), n / episodes)
         return out
 
     # -- decisions -----------------------------------------------------------------------
     def update(self) -> list[SurfacePatch]:
         """Close the pending batch and propose patches, sorted so every rank applies them alike."""
-        batch = dict(sorted(self.pending.items()))
+        batch = Counter(dict(sorted(self.pending.items())))
         self.history.append(batch)
         self.history = self.history[-self.window:]
         self.pending = Counter()
         self.updates += 1
         self._update_curriculum(batch)
         rates = self.rates()
-        scopes = sorted(set(rates) | {tuple(k.split("|", 1)) for k in self.levels})
+        scopes = sorted(set(rates) | set(self.levels))
         patches = [p for channel, scope in scopes if (p := self._decide(channel, scope, rates.get((channel, scope), 0.0)))]
         for p in patches:
             self.events.append({"update": self.updates, **p.to_dict()})
         return patches
 
     def _decide(self, channel: str, scope: str, rate: float) -> SurfacePatch | None:
-        key = _key(channel, scope)
+        key = (channel, scope)
         level = self.levels.get(key, 0)
         self.raise_streak[key] = self.raise_streak.get(key, 0) + 1 if rate >= self.raise_threshold else 0
         self.fade_streak[key] = self.fade_streak.get(key, 0) + 1 if rate <= self.fade_threshold else 0
@@ -199,20 +248,19 @@ class Evolver:
             return SurfacePatch(channel, scope, level - 1, f"failure rate {rate:.2f} <= {self.fade_threshold}")
         return None
 
-    def _update_curriculum(self, batch: Mapping[str, int]) -> None:
+    def _update_curriculum(self, batch: Mapping[Count, int]) -> None:
         for key, n in batch.items():
-            kind, domain, difficulty = key.split("|") if key.count("|") == 2 else (key, "", "")
-            if kind != "bucket_n" or n == 0:
+            if key.kind != "bucket_n" or n == 0:
                 continue
-            bucket = _key(domain, difficulty)
-            rate = batch.get(_key("bucket_pass", domain, difficulty), 0) / n
+            bucket = (key.domain, key.difficulty)
+            rate = batch.get(key._replace(kind="bucket_pass"), 0) / n
             old = self.bucket_success.get(bucket)
             self.bucket_success[bucket] = rate if old is None else (
                 self.curriculum_ema * old + (1 - self.curriculum_ema) * rate)
 
     def label_counts(self) -> list[dict[str, int]]:
         """Step labels per closed batch, oldest first (the window only keeps the last few)."""
-        return [{k.split("|", 1)[1]: n for k, n in b.items() if k.startswith("label|")} for b in self.history]
+        return [{k.scope: n for k, n in sorted(b.items()) if k.kind == "label"} for b in self.history]
 
     def curriculum_weights(self, task_set) -> list[float]:
         """Sampling weight per task index: ``floor + 4 p (1 - p)`` for the success rate ``p`` of
@@ -221,7 +269,7 @@ class Evolver:
         weights = []
         for i in range(len(task_set)):
             s = task_set.slot(i)
-            p = self.bucket_success.get(_key(s.domain, s.difficulty))
+            p = self.bucket_success.get((s.domain, s.difficulty))
             weights.append(1.0 if p is None else self.curriculum_floor + 4 * p * (1 - p))
         return weights
 
@@ -234,12 +282,12 @@ class Evolver:
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
             "config": {k: getattr(self, k) for k in self.CONFIG},
-            "pending": dict(sorted(self.pending.items())),
-            "history": self.history,
-            "levels": dict(sorted(self.levels.items())),
-            "raise_streak": dict(sorted(self.raise_streak.items())),
-            "fade_streak": dict(sorted(self.fade_streak.items())),
-            "bucket_success": dict(sorted(self.bucket_success.items())),
+            "pending": _spelled(self.pending),
+            "history": [_spelled(b) for b in self.history],
+            "levels": _joined(self.levels),
+            "raise_streak": _joined(self.raise_streak),
+            "fade_streak": _joined(self.fade_streak),
+            "bucket_success": _joined(self.bucket_success),
             "events": self.events,
             "updates": self.updates,
         }
@@ -258,10 +306,12 @@ class Evolver:
             ev = Evolver(**d["config"])
         except ValueError as e:
             raise statefile.StateFileError(f"{source}: field 'config' is invalid: {e}") from None
-        ev.pending = Counter(d["pending"])
-        ev.history = [dict(b) for b in d["history"]]
-        ev.levels, ev.raise_streak, ev.fade_streak = dict(d["levels"]), dict(d["raise_streak"]), dict(d["fade_streak"])
-        ev.bucket_success, ev.events, ev.updates = dict(d["bucket_success"]), list(d["events"]), int(d["updates"])
+        ev.pending = _parsed(d["pending"], source, "pending")
+        ev.history = [_parsed(b, source, f"history/{i}") for i, b in enumerate(d["history"])]
+        ev.levels, ev.raise_streak, ev.fade_streak = (_split(d[name], source, name) for name in ("levels", "raise_streak", "fade_streak"))
+        ev.bucket_success = {(domain, int(difficulty)): rate for (domain, difficulty), rate
+                             in _split(d["bucket_success"], source, "bucket_success").items()}
+        ev.events, ev.updates = list(d["events"]), int(d["updates"])
         return ev
 
     def to_json(self) -> str:
@@ -274,3 +324,18 @@ class Evolver:
     def load(path: str | Path) -> "Evolver":
         """Load a saved evolver; a missing, corrupt, foreign or invalid file is an error naming it."""
         return Evolver.from_state_dict(statefile.read_json(path, "evolver state"), f"evolver state file {path}")
+
+
+def _joined(table: Mapping[tuple, Any]) -> dict[str, Any]:
+    """``{("affordance", "transfer"): 1}`` as a state file spells it: ``{"affordance|transfer": 1}``."""
+    return dict(sorted(("|".join(map(str, k)), v) for k, v in table.items()))
+
+
+def _split(table: Mapping[str, Any], source: str, name: str) -> dict[tuple[str, str], Any]:
+    out = {}
+    for key, value in table.items():
+        first, sep, second = key.partition("|")
+        if not sep or "|" in second:
+            raise statefile.StateFileError(f"{source}: field '{name}/{key}' is not a 'a|b' key")
+        out[(first, second)] = value
+    return out

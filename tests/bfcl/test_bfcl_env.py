@@ -189,15 +189,19 @@ def test_surfaces_and_evolver_work_on_bfcl():
             _, _, terminated, _, info = env.step("Done.")
         assert terminated and info["verification"]["passed"]
         infos.append(info)
-    patches = env.evolve(infos)
+    co = seal_envs.CoEvolution()
+    patches = co.evolve(infos)
+    co.apply(env)
     assert ("affordance", "cd") in {(p.channel, p.scope) for p in patches}
     _, info = env.reset(options={"task": task})
     cd = next(t for t in info["tools"] if t["function"]["name"] == "cd")
     assert cd["function"]["parameters"]["properties"]["folder"]["description"].startswith("[required]")
     assert info["surface_version"] > 0
     frozen = make_env(split="test").unwrapped
+    co.apply(frozen)  # evaluation keeps the canonical surface
+    assert frozen.surface.version == 0
     with pytest.raises(seal_envs.FrozenSurfaceError):
-        frozen.evolve(infos)
+        frozen.set_surface(co.surface)
 
 
 def test_bfcl_task_set_is_a_task_source():

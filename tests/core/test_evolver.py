@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seal_envs.agents import OracleAgent, RandomAgent, run_episode
+from seal_envs.coevolution import CoEvolution
 from seal_envs.core.evolver import EpisodeDiagnosis, Evolver
 from seal_envs.core.surface import CANONICAL, MAX_LEVEL, SurfacePatch
 from seal_envs.core.types import ToolCall
@@ -51,13 +52,16 @@ def batch(env, tasks, habit):
     (repeat_failing, BALANCE_TASKS, ("recovery", "tool_error")),
 ])
 def test_habit_raises_exactly_its_channel_then_fades(habit, tasks, expected):
-    env = gym.make("seal/ToolUse-Bank-v0", evolver=Evolver(window=1, min_episodes=4, fade_patience=2)).unwrapped
-    for _ in range(2):  # 2 batches of 8 episodes
-        env.evolve(batch(env, tasks, habit))
+    co = CoEvolution(Evolver(window=1, min_episodes=4, fade_patience=2))
+    env = gym.make("seal/ToolUse-Bank-v0").unwrapped
+    for _ in range(2):  # 2 batches of 8 episodes, each played on the surface the last one left
+        co.evolve(batch(env, tasks, habit))
+        co.apply(env)
     raised = {(c, s) for c, s, lv in env.surface.levels}
     assert raised == {expected} and env.surface.level(*expected) == 2
     for _ in range(4):  # the habit stops: fading lowers the channel again
-        env.evolve(batch(env, tasks, None))
+        co.evolve(batch(env, tasks, None))
+        co.apply(env)
     assert env.surface.level(*expected) == 0 and env.surface.version == 4
 
 

@@ -98,7 +98,7 @@ def test_observation_lite_is_a_serialisable_setting_that_reaches_training_envs_o
     import gymnasium as gym
 
     from seal_envs.core.surface import surface_preset
-    from seal_trl.coevolution import CoEvolution
+    from seal_envs import CoEvolution
     from seal_cli.args import add_train_arguments
 
     cfg = config(tmp_path, surface_preset="observation_lite", dynamic_tag_weights=True, evolution=False)

@@ -10,7 +10,7 @@ pytest.importorskip("trl")
 from seal_envs.core.evolver import Evolver  # noqa: E402
 from seal_envs.core.statefile import StateFileError  # noqa: E402
 from seal_envs.core.surface import CANONICAL, SurfacePatch  # noqa: E402
-from seal_trl.coevolution import CoEvolution  # noqa: E402
+from seal_envs import CoEvolution  # noqa: E402
 from seal_trl.token_weigher import TokenWeigher  # noqa: E402
 from seal_envs.run_folder import SEAL_STATE_FILE  # noqa: E402
 from seal_trl.trainer import read_seal_state  # noqa: E402
