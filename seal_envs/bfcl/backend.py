@@ -1,4 +1,4 @@
-"""bfcl-eval's own API classes behind the :class:`~seal_envs.core.backend.Backend` interface.
+"""bfcl-eval's own API classes behind the :class:`~seal_envs.core.source.ToolBackend` contract.
 
 Each episode gets fresh instances of the entry's involved classes (``GorillaFileSystem``,
 ``TradingBot``...), loaded from the entry's ``initial_config`` exactly as bfcl-eval's executor
@@ -28,14 +28,14 @@ context with ``mpmath``'s precision restored afterwards, so no call leaves proce
 from __future__ import annotations
 
 import decimal
-import difflib
 import inspect
 import json
 import sys
 from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
-from seal_envs.core.backend import Backend
+from seal_envs.core.backend import unavailable
+from seal_envs.core.calls import ParsedAction
 from seal_envs.core.datacopy import deep_copy, deep_copy_objects
 from seal_envs.core.types import CallEvent, ToolCall, ToolSpec
 from seal_envs.core.validation import validate_arguments
@@ -185,8 +185,10 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-class BFCLBackend(Backend):
-    """The state of one BFCL entry: fresh bfcl-eval instances of its involved classes.
+class BFCLBackend:
+    """The state of one BFCL entry: fresh bfcl-eval instances of its involved classes. A
+    :class:`~seal_envs.core.source.ToolBackend` of its own, not a native ``Backend``: its tools
+    are bfcl-eval's methods, which depend on the entry, and its state lives in their instances.
 
     ``state`` holds ``initial_config``, ``involved_classes`` and ``long_context`` (read only).
     """
@@ -194,7 +196,7 @@ class BFCLBackend(Backend):
     domain = "bfcl"
     POLICIES: Mapping[str, str] = {}
 
-    def __init__(self, state: Mapping[str, Any]):  # noqa: D107 - no deep copy of the whole config
+    def __init__(self, state: Mapping[str, Any]):  # no deep copy of the whole config: each instance copies its part
         self.state = dict(state)
         config = state.get("initial_config", {})
         self.instances: dict[str, Any] = {}
@@ -213,10 +215,10 @@ class BFCLBackend(Backend):
         self.specs = specs_for(self.instances)
         self.responses: list[str] = []
 
-    def tool_specs(self) -> dict[str, ToolSpec]:  # an instance method here: the tools depend on the entry
+    def tool_specs(self) -> dict[str, ToolSpec]:
         return dict(self.specs)
 
-    def parse_action(self, action: Any):
+    def parse_action(self, action: Any) -> ParsedAction:
         """JSON, Hermes and OpenAI calls, and BFCL's Python syntax (read with ``ast``)."""
         return parse_bfcl_action(action, self.signatures)
 
@@ -234,16 +236,10 @@ class BFCLBackend(Backend):
 
     def execute(self, call: ToolCall, available: Iterable[str] | None = None) -> CallEvent:
         """Validate and run one call; never raises for anything the caller sent."""
-        method = self.methods.get(call.name)
-        if method is None:  # a hint names only a tool the agent may call now: never a held-out one
-            allowed = None if available is None else set(available)
-            pool = [t for t in self.methods if allowed is None or t in allowed]
-            close = difflib.get_close_matches(call.name, pool, n=1)
-            return self._reject(CallEvent("unknown_tool", call.name, message=f"unknown tool '{call.name}'",
-                                          hint=f"did you mean '{close[0]}'?" if close else None))
-        if available is not None and call.name not in set(available):
-            return self._reject(CallEvent("unavailable_tool", call.name,
-                                          message=f"tool '{call.name}' is not available now"))
+        refused = unavailable(call, self.methods, available)
+        if refused is not None:
+            return self._reject(refused)
+        method = self.methods[call.name]
         error = validate_arguments(call.name, self.specs[call.name].parameters, call.arguments)
         limits = _limits_schema(call.name)
         if error is None and limits is not None:

@@ -113,6 +113,20 @@ def spec_from_method(name: str, fn: Callable) -> ToolSpec:
     return ToolSpec(name, description, params, writes=meta["writes"], policies=meta["policies"])
 
 
+def unavailable(call: ToolCall, tools: Iterable[str], available: Iterable[str] | None) -> CallEvent | None:
+    """The event of a call to a tool that does not exist (with a "did you mean" naming only a
+    tool the agent may call now, never a hidden one) or is not available yet; ``None`` if the
+    call may run. Every backend answers these two the same way."""
+    allowed = None if available is None else set(available)
+    if call.name not in tools:
+        close = difflib.get_close_matches(call.name, [t for t in tools if allowed is None or t in allowed], n=1)
+        hint = f"did you mean '{close[0]}'?" if close else None
+        return CallEvent("unknown_tool", call.name, message=f"unknown tool '{call.name}'", hint=hint)
+    if allowed is not None and call.name not in allowed:
+        return CallEvent("unavailable_tool", call.name, message=f"tool '{call.name}' is not available now")
+    return None
+
+
 class Backend:
     """A stateful in-memory service. Subclasses set ``domain`` and ``POLICIES`` and add tools.
 
@@ -168,13 +182,9 @@ class Backend:
     def execute(self, call: ToolCall, available: Iterable[str] | None = None) -> CallEvent:
         """Validate and run one call; never raises for anything the caller sent."""
         specs = self._specs
-        if call.name not in specs:  # a hint names only a tool the agent may call now: never a hidden one
-            allowed = None if available is None else set(available)
-            close = difflib.get_close_matches(call.name, [t for t in specs if allowed is None or t in allowed], n=1)
-            hint = f"did you mean '{close[0]}'?" if close else None
-            return CallEvent("unknown_tool", call.name, message=f"unknown tool '{call.name}'", hint=hint)
-        if available is not None and call.name not in set(available):
-            return CallEvent("unavailable_tool", call.name, message=f"tool '{call.name}' is not available now")
+        refused = unavailable(call, specs, available)
+        if refused is not None:
+            return refused
         spec = specs[call.name]
         error = validate_arguments(call.name, spec.parameters, call.arguments)
         if error is not None:
