@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import gymnasium as gym
 
-from seal_envs.core.calls import format_calls_hermes
+from seal_envs.core.call_formats import call_format as call_format_named
 from seal_envs.core.types import Task, ToolCall
 
 
@@ -22,10 +22,16 @@ class OracleAgent:
 
     ``mutate`` lets tests derive broken oracles: it receives the planned actions of a turn
     (a list of ToolCall or str) and the turn, and returns the actions to take instead.
+    ``call_format`` spells the calls in a model family's format
+    (:data:`~seal_envs.core.call_formats.CALL_FORMATS`; default Hermes ``<tool_call>`` blocks).
     """
 
-    def __init__(self, mutate: Callable[[list, int, Task], list] | None = None):
+    def __init__(self, mutate: Callable[[list, int, Task], list] | None = None, call_format: str = "hermes"):
         self.mutate = mutate
+        spell = call_format_named(call_format).spell
+        if spell is None:
+            raise ValueError(f"call format {call_format!r} has no spelling of its own (it is the model's chat template)")
+        self.spell = spell
         self._queue: list[Any] = []
         self._turn = -1
 
@@ -53,7 +59,7 @@ class OracleAgent:
         if not self._queue:
             return "Done."
         nxt = self._queue.pop(0)
-        return format_calls_hermes([nxt]) if isinstance(nxt, ToolCall) else nxt
+        return self.spell([nxt]) if isinstance(nxt, ToolCall) else nxt
 
 
 class RandomAgent:

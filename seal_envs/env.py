@@ -35,7 +35,10 @@ SEAL tag of every user turn, see :mod:`seal_envs.core.official`) and ``official_
 ``domains`` (default: the training mixture), ``split`` (train, test, ood), ``evaluation`` (freeze
 the canonical surface; implied by test and ood), ``max_steps``, ``reward_mode``, ``surface`` (a
 ``Surface`` or a preset name such as ``"observation_lite"``),
-``diagnoser``, ``render_mode`` ("ansi" or "human").
+``diagnoser``, ``call_format`` (the tool-call format the system prompt and the format-error
+feedback ask for: ``"hermes"``, the default, ``"qwen3_coder"``, ``"llama3"``, ``"mistral"``,
+``"function_tag"`` or ``"chat_template"``; every format is parsed whichever is asked for, see
+:mod:`seal_envs.core.call_formats`), ``render_mode`` ("ansi" or "human").
 
 ## Version History
 - v0: initial release.
@@ -53,6 +56,7 @@ from seal_envs.core.calls import MAX_ACTION_CHARS, FormatError, action_text
 from seal_envs.core.datacopy import Snapshot, deep_copy
 from seal_envs.core.diagnosis import Diagnoser, diagnose, immediate_label
 from seal_envs.core.official import official_score
+from seal_envs.core.call_formats import call_format as call_format_named
 from seal_envs.core.surface import CANONICAL, FrozenSurfaceError, Surface, SurfacePatch, surface_preset
 from seal_envs.core.types import CallEvent, StepRecord, Task, canonical_json
 from seal_envs.core.verifier import EpisodeRecord
@@ -65,7 +69,7 @@ END_INFO_KEYS = ("verification", "turn_labels", "official_tags", "official_progr
 
 SYSTEM_PROMPT = (
     "You are a careful {domain} assistant. Use the tools to do what the user asks. "
-    'Call tools with <tool_call>{{"name": "...", "arguments": {{...}}}}</tool_call> blocks. '
+    "{call_instruction}"
     "When the request is done, or you need something from the user, reply in plain text."
 )
 
@@ -156,7 +160,7 @@ class ToolUseEnv(gym.Env):
     def __init__(self, domains: Sequence[str] | None = None, split: str = "train", *, task_set=None,
                  evaluation: bool = False,
                  max_steps: int = 24, reward_mode: str = "binary", surface: Surface | str | None = None,
-                 diagnoser: Diagnoser | None = None,
+                 diagnoser: Diagnoser | None = None, call_format: str = "hermes",
                  render_mode: str | None = None):
         if reward_mode not in ("binary", "progress"):
             raise ValueError(f"reward_mode must be 'binary' or 'progress', got {reward_mode!r}")
@@ -175,6 +179,7 @@ class ToolUseEnv(gym.Env):
         self._surface = CANONICAL.freeze() if self.evaluation else (surface or CANONICAL)
         self.max_steps = max_steps
         self.reward_mode = reward_mode
+        self.call_format = call_format_named(call_format)  # what the prompt and the feedback ask for
         self.diagnoser = diagnoser
         self.render_mode = render_mode
         self.task_weights: np.ndarray | None = None
@@ -261,7 +266,7 @@ class ToolUseEnv(gym.Env):
         return self._observation(), info
 
     def _system_text(self) -> str:
-        text = SYSTEM_PROMPT.format(domain=self.task.domain)
+        text = SYSTEM_PROMPT.format(domain=self.task.domain, call_instruction=self.call_format.instruction)
         notes = self.surface.render_system_notes(self.specs, self.available, self.backend.POLICIES)
         return f"{text}\n\n{notes}" if notes else text
 
@@ -334,7 +339,7 @@ class ToolUseEnv(gym.Env):
             self.messages.append({"role": "assistant", "content": raw})
             event = CallEvent("format_error", message=str(e))
             self.messages.append({"role": "user", "content": self.surface.render_event(
-                event, self.specs, self.backend.POLICIES, self.available)})
+                event, self.specs, self.backend.POLICIES, self.available, self.call_format.example)})
             return StepRecord(self.turn, raw, format_error=str(e))
         if parsed.text:
             self.turn_texts.append(parsed.text)

@@ -31,7 +31,7 @@ import decimal
 import inspect
 import json
 import sys
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Iterable, Mapping
 
 from seal_envs.core.backend import unavailable
@@ -220,7 +220,12 @@ class BFCLBackend:
 
     def parse_action(self, action: Any) -> ParsedAction:
         """JSON, Hermes and OpenAI calls, and BFCL's Python syntax (read with ``ast``)."""
-        return parse_bfcl_action(action, self.signatures)
+        return parse_bfcl_action(action, self.signatures, self.schemas)
+
+    @cached_property
+    def schemas(self) -> dict[str, Mapping[str, Any]]:
+        """Tool -> parameters: types the values of XML calls (Qwen3-Coder writes them as text)."""
+        return {name: spec.parameters for name, spec in self.specs.items()}
 
     def comparable_state(self) -> dict[str, Any]:
         """Per class, its public attributes (what BFCL's ``state_checker`` compares); under

@@ -123,13 +123,14 @@ def parse_calls(lines: Sequence[str], signatures: Mapping[str, Sequence[str]]) -
     return tuple(calls)
 
 
-def parse_bfcl_action(action: Any, signatures: Mapping[str, Sequence[str]]) -> ParsedAction:
+def parse_bfcl_action(action: Any, signatures: Mapping[str, Sequence[str]],
+                      schemas: Mapping[str, Mapping[str, Any]] | None = None) -> ParsedAction:
     """Every format :func:`seal_envs.core.calls.parse_action` accepts, plus BFCL's Python syntax.
 
     Text that is not a call stays an answer that ends the turn; ``[]`` is "no call" too."""
     if isinstance(action, str) and action.strip() == "[]":
         return ParsedAction((), "")
-    parsed = parse_action(action)
+    parsed = parse_action(action, schemas)
     if parsed.calls:
         return parsed
     calls = parse_python_calls(parsed.text)

@@ -137,6 +137,7 @@ class Backend:
     domain: ClassVar[str] = ""
     POLICIES: ClassVar[Mapping[str, str]] = {}
     _specs: ClassVar[dict[str, ToolSpec]]
+    _schemas: ClassVar[dict[str, Mapping[str, Any]]]  # tool -> parameters: types the values of XML calls
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -145,6 +146,7 @@ class Backend:
             for name, fn in inspect.getmembers(cls, predicate=inspect.isfunction)
             if hasattr(fn, _TOOL_ATTR)
         }
+        cls._schemas = {name: spec.parameters for name, spec in cls._specs.items()}
         for spec in cls._specs.values():
             unknown = set(spec.policies) - set(cls.POLICIES)
             if unknown:
@@ -162,7 +164,7 @@ class Backend:
         :func:`seal_envs.core.calls.parse_action`. Part of the backend contract
         (:class:`~seal_envs.core.source.ToolBackend`) because a backend may read more syntax
         (BFCL's Python calls); not a tool, since it carries no ``@tool`` mark."""
-        return parse_action(action)
+        return parse_action(action, self._schemas)
 
     def comparable_state(self) -> dict[str, Any]:
         """A copy of the state the verifier compares: everything but session bookkeeping."""

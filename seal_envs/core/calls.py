@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .call_formats import CALL_FORMATS, CallSyntaxError, find_native_calls, parse_xml_function
 from .types import ToolCall
 
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)(</tool_call>|$)", re.DOTALL)
@@ -247,9 +248,11 @@ def action_text(action: Any) -> str:
     raise FormatError(f"{ACTION_SHAPES}; got {type(action).__name__}")
 
 
-def parse_action(action: Any) -> ParsedAction:
-    """Parse one assistant action (any of :data:`ACTION_SHAPES`); raise :class:`FormatError` with a
-    message the agent can act on."""
+def parse_action(action: Any, schemas: Mapping[str, Mapping[str, Any]] | None = None) -> ParsedAction:
+    """Parse one assistant action (any of :data:`ACTION_SHAPES`, text in any model family's
+    call format of :mod:`seal_envs.core.call_formats`); raise :class:`FormatError` with a message
+    the agent can act on. ``schemas`` (tool name -> JSON Schema of its parameters) types the
+    parameter values of XML calls, which a model writes as text."""
     if isinstance(action, list):  # parallel call dicts, as most tool-calling code builds them
         data = json_data(action, "action", max_depth=MAX_DEPTH + _ENVELOPE)
         if not data:
@@ -261,22 +264,40 @@ def parse_action(action: Any) -> ParsedAction:
             return ParsedAction(check_calls((_call_from_obj(data, "call"),)), "")
         parsed = _parse_message_dict(data)
         return ParsedAction(check_calls(parsed.calls), parsed.text)
-    return _parse_text(action_text(action))
+    return _parse_text(action_text(action), schemas)
 
 
-def _parse_text(action: str) -> ParsedAction:
+def _raw_calls(raw: list[Any], where: str) -> tuple[ToolCall, ...]:
+    return tuple(_call_from_obj(o, f"{where} call {i}" if len(raw) > 1 else where) for i, o in enumerate(raw))
+
+
+def _parse_text(action: str, schemas: Mapping[str, Mapping[str, Any]] | None = None) -> ParsedAction:
     if "<tool_call>" in action:
         calls: list[ToolCall] = []
         for i, m in enumerate(_TOOL_CALL_BLOCK.finditer(action)):
             if not m.group(2):
                 raise FormatError(f"<tool_call> block {i} is not closed with </tool_call>")
-            calls.extend(_parse_json_calls(m.group(1).strip(), f"<tool_call> block {i}"))
+            body, where = m.group(1).strip(), f"<tool_call> block {i}"
+            if body.startswith("<function="):  # Qwen3-Coder's XML inside the block
+                try:
+                    calls.extend(_raw_calls(parse_xml_function(body, schemas), where))
+                except CallSyntaxError as e:
+                    raise FormatError(f"{where}: {e}") from None
+            else:
+                calls.extend(_parse_json_calls(body, where))
             if len(calls) > MAX_CALLS:
                 break
         text = _TOOL_CALL_BLOCK.sub("", action).strip()
         return ParsedAction(check_calls(tuple(calls)), text)
     if "</tool_call>" in action:
         raise FormatError("found </tool_call> without an opening <tool_call>")
+    try:
+        native = find_native_calls(action, schemas)
+    except CallSyntaxError as e:
+        raise FormatError(f"a tool call that does not parse: {e}") from None
+    if native is not None:
+        raw, before = native
+        return ParsedAction(check_calls(_raw_calls(raw[:MAX_CALLS + 1], "native call")), before)
     stripped = action.strip()
     if _looks_like_json_call(stripped):
         return ParsedAction(check_calls(_parse_json_calls(stripped, "JSON call")), "")
@@ -285,7 +306,4 @@ def _parse_text(action: str) -> ParsedAction:
 
 def format_calls_hermes(calls: tuple[ToolCall, ...] | list[ToolCall]) -> str:
     """The Hermes/Qwen spelling of calls: what the oracle and the tiny model emit."""
-    return "\n".join(
-        "<tool_call>" + json.dumps({"name": c.name, "arguments": dict(c.arguments)}, ensure_ascii=False) + "</tool_call>"
-        for c in calls
-    )
+    return CALL_FORMATS["hermes"].spell(calls)

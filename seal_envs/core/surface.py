@@ -28,6 +28,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
+from .call_formats import CALL_FORMATS
 from .types import CallEvent, ToolSpec
 
 MAX_LEVEL = {"affordance": 3, "constraint": 2, "recovery": 2}
@@ -164,13 +165,15 @@ class Surface:
         return "\n\n".join(notes)
 
     def render_event(self, event: CallEvent, specs: Mapping[str, ToolSpec], policies: Mapping[str, str],
-                     available=()) -> str:
+                     available=(), call_example: str = CALL_FORMATS["hermes"].example) -> str:
+        """``call_example``: how the format-error feedback says to write a call, in the format the
+        system prompt asks for (:data:`~seal_envs.core.call_formats.CALL_FORMATS`)."""
         if event.ok:
             return json.dumps(event.result, ensure_ascii=False)
         level = self.level("recovery", event.kind)
         text = f"Error ({event.kind}): {event.message}"
         if level >= 1:
-            text += " " + _explain(event, specs, policies, available)
+            text += " " + (call_example if event.kind == "format_error" else _explain(event, specs, policies, available))
         if level >= 2:
             fix = _fix(event, specs, available)
             if fix:
@@ -243,8 +246,6 @@ def _explain(event: CallEvent, specs: Mapping[str, ToolSpec], policies: Mapping[
     spec = specs.get(event.tool or "")
     if event.kind in ("unknown_tool", "unavailable_tool"):
         return "Available tools: " + ", ".join(sorted(available)) + "."
-    if event.kind == "format_error":
-        return 'Write a call as <tool_call>{"name": "...", "arguments": {...}}</tool_call>, or answer in plain text.'
     if event.kind == "schema_violation" and spec is not None:
         params = spec.parameters
         if event.param in params.get("properties", {}):
