@@ -18,6 +18,17 @@ Episodes of one GRPO group play the same task because every copy of a row carrie
 ``seed`` and ``task_id``. With ``curriculum=True`` only the seed is passed and the env samples the
 task by its curriculum weights (deterministic in the seed, so a group still shares one task).
 
+Co-evolution on the stock path: ``make_rollout_func(..., coevolution=CoEvolution(...))`` hands
+the co-evolution's surface to the pool's envs before every batch and, after every training
+batch, counts the batch's diagnoses on this process (:meth:`seal_envs.CoEvolution.count`),
+gathers the counts of every process through ``trainer.accelerator`` (``gather_object``, rank
+order) and steps the co-evolution once on all of them. Counts add up in any order and the update
+is deterministic, so under ``accelerate launch`` every rank applies the same patches and ends with
+the same evolver and surface, as ``SEALGRPOTrainer`` does; with one process nothing is gathered.
+Evaluation batches (``trainer.model.training`` false) play on separate envs that hold the
+canonical surface frozen and update nothing. ``on_results`` sees only this process's episodes: an
+evolver fed from it would evolve a different surface on every rank.
+
 Why there is no ``environment_factory`` adapter: TRL's ``environment_factory`` exposes an
 object's methods as Python tools to TRL's own tool loop, which (1) ends the rollout as soon as the
 model answers in text, so the scripted later user turns of a SEAL task (and the reply to a
@@ -34,12 +45,15 @@ has none of these limits and works with an unmodified ``GRPOTrainer``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .rollout import EpisodeResult, GenerateFn, MultiTurnRollout
 
-__all__ = ["EnvPool", "META_KEY", "env_reward", "make_dataset", "make_rollout_func", "reset_args",
-           "rollout_output", "task_of_prompt"]
+if TYPE_CHECKING:
+    from seal_envs.coevolution import CoEvolution
+
+__all__ = ["EnvPool", "META_KEY", "env_reward", "gather_counts", "make_dataset", "make_rollout_func",
+           "reset_args", "rollout_output", "task_of_prompt"]
 
 META_KEY = "seal"
 
@@ -149,19 +163,37 @@ def rollout_output(results: Sequence[EpisodeResult]) -> dict[str, Any]:
     }
 
 
+def gather_counts(trainer: Any, local: Any) -> list[Any]:
+    """Every process's ``local`` value in rank order (``[local]`` with one process): the counts
+    :meth:`seal_envs.CoEvolution.step` merges. A collective call: every rank must make it."""
+    if trainer.accelerator.num_processes <= 1:
+        return [local]
+    from accelerate.utils import gather_object
+
+    return gather_object([local])
+
+
 def make_rollout_func(env_id: str = "seal/ToolUse-v0", *, env_kwargs: Mapping[str, Any] | None = None,
                       max_turns: int = 8, max_new_tokens: int = 128, max_completion_length: int | None = None,
                       curriculum: bool = False, generate_fn: GenerateFn | None = None,
-                      on_results: Callable[[list[EpisodeResult]], None] | None = None):
+                      on_results: Callable[[list[EpisodeResult]], None] | None = None,
+                      coevolution: CoEvolution | None = None):
     """A ``rollout_func(prompts, trainer)`` for an unmodified ``GRPOTrainer`` (use ``env_reward``).
 
     ``max_completion_length`` defaults to ``trainer.args.max_completion_length`` and bounds the whole
     episode; the env's ``max_steps`` defaults to ``max_turns``. ``generate_fn`` replaces the
     trainer's policy sampling (tests, external servers); ``on_results`` receives the finished
-    episodes of every call (e.g. to feed an evolver).
+    episodes of every call on this process. ``coevolution`` (a :class:`seal_envs.CoEvolution`)
+    evolves one training surface for all processes: its surface reaches the envs before every
+    batch, and every training batch's counts, gathered from all processes, step it (see the module
+    docstring). Pass ``curriculum=True`` with ``CoEvolution(curriculum=True)`` for its task weights.
+    The returned function carries ``pool``, ``eval_pool``, ``state`` and ``coevolution``.
     """
     pool = EnvPool(env_id, {"max_steps": max_turns, **dict(env_kwargs or {})})
+    eval_pool = EnvPool(env_id, {**pool.env_kwargs, "evaluation": True})
     state: dict[str, Any] = {}
+    if coevolution is not None:
+        pool.on_create.append(coevolution.apply)
 
     def rollout_func(prompts: list[list[dict[str, Any]]], trainer: Any) -> dict[str, Any]:
         if "rollout" not in state:
@@ -173,12 +205,25 @@ def make_rollout_func(env_id: str = "seal/ToolUse-v0", *, env_kwargs: Mapping[st
                 max_new_tokens=max_new_tokens, max_completion_length=budget,
                 chat_template_kwargs=getattr(trainer, "chat_template_kwargs", None),
                 sync_active=sync_active_fn(trainer), eos_token_ids=getattr(trainer, "eos_token_ids", None))
-        resets = [reset_args(task_of_prompt(p), curriculum) for p in prompts]
-        results = state["rollout"].run(pool.get(len(prompts)), [s for s, _ in resets], [o for _, o in resets])
+        # without a co-evolution every batch plays on ``pool``, as it always did
+        evolving = coevolution is not None and bool(trainer.model.training)
+        evaluating = coevolution is not None and not evolving
+        envs = (eval_pool if evaluating else pool).get(len(prompts))
+        if evolving:
+            coevolution.apply(envs)
+        resets = [reset_args(task_of_prompt(p), curriculum and not evaluating) for p in prompts]
+        results = state["rollout"].run(envs, [s for s, _ in resets], [o for _, o in resets])
         if on_results is not None:
             on_results(results)
+        if evolving and coevolution.active:
+            from seal_envs.coevolution import CoEvolution
+
+            coevolution.step(gather_counts(trainer, CoEvolution.count(r.info for r in results)))
+            coevolution.apply(pool.envs)
         return rollout_output(results)
 
     rollout_func.pool = pool  # type: ignore[attr-defined]
+    rollout_func.eval_pool = eval_pool  # type: ignore[attr-defined]
     rollout_func.state = state  # type: ignore[attr-defined]
+    rollout_func.coevolution = coevolution  # type: ignore[attr-defined]
     return rollout_func

@@ -70,6 +70,46 @@ def test_unmodified_grpo_trainer_trains_with_the_rollout_func(tok, tmp_path):
     assert any(not torch.equal(before[n], p.detach()) for n, p in trainer.model.named_parameters())
 
 
+def test_stock_rollout_func_evolves_the_surface_with_a_coevolution(tok, tmp_path):
+    """One process: the rollout_func steps its CoEvolution on each training batch's own counts (the
+    gather is the identity), hands the surface to its envs, and evaluation plays on frozen envs."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    from seal_envs import CoEvolution
+
+    evolver = {"window": 1, "min_episodes": 1, "raise_threshold": 0.2, "fade_threshold": 0.0}
+    co, by_hand = CoEvolution(evolver), CoEvolution(evolver)
+    scripted = ScriptedPolicy(tok)
+    rollout_func = make_rollout_func("seal/ToolUse-v0", max_turns=4, max_new_tokens=64, generate_fn=scripted,
+                                     coevolution=co, on_results=lambda rs: by_hand.evolve(r.info for r in rs))
+    assert rollout_func.coevolution is co
+    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, activation_checkpointing=False,
+                      report_to="none", save_strategy="no", max_steps=2, per_device_train_batch_size=4,
+                      num_generations=2, max_completion_length=256, learning_rate=1e-2, disable_tqdm=True)
+    trainer = GRPOTrainer(model=small_model(tok), reward_funcs=env_reward, args=args,
+                          train_dataset=make_dataset(num_rows=4), processing_class=tok, rollout_func=rollout_func)
+    scripted.rollout = _LazyRollout(rollout_func)
+    trainer.train()
+    assert co.evolver.updates == 2 and co.surface.version > 0  # patched from the scripted failures
+    assert co.surface.to_json() == by_hand.surface.to_json() and co.evolver.to_json() == by_hand.evolver.to_json()
+    assert [env.unwrapped.surface for env in rollout_func.pool.envs] == [co.surface] * 4
+    trainer.model.eval()  # an evaluation batch: frozen canonical envs, no update
+    before = co.evolver.to_json()
+    out = rollout_func(make_dataset(num_rows=2)["prompt"], trainer)
+    assert len(out["completion_ids"]) == 2 and co.evolver.to_json() == before
+    assert rollout_func.eval_pool.envs and all(env.unwrapped.surface.frozen and env.unwrapped.surface.version == 0
+                                               for env in rollout_func.eval_pool.envs)
+
+
+def test_gather_counts_with_one_process_is_the_local_count():
+    from types import SimpleNamespace
+
+    from seal_trl.data import gather_counts
+
+    local = {"x": 1}
+    assert gather_counts(SimpleNamespace(accelerator=SimpleNamespace(num_processes=1)), local) == [local]
+
+
 class _LazyRollout:
     """Resolves ``current_envs`` through the rollout that ``rollout_func`` builds on its first call."""
 
