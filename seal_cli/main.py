@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="agent seed of trial 0, >= 0; trial j uses seed+j (default %(default)s)")
     p.add_argument("--batch-size", type=positive_int, default=16,
                    help="episodes run in lockstep (default %(default)s)")
+    p.add_argument("--concurrency", type=positive_int, default=16,
+                   help="openai agents: chat requests in flight at once, >= 1, at most one per running episode "
+                        "of a batch, so also at most --batch-size; other agents ignore it (default %(default)s)")
     p.add_argument("--max-steps", type=positive_int, help="step budget: actions per episode (default: the env's: 24, 60 for BFCL)")
     p.add_argument("--temperature", type=non_negative_float,
                    help="sampling temperature, >= 0; 0 = greedy (default: 1.0 for hf, the server's for openai)")

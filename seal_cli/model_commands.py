@@ -38,7 +38,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if not torch.cuda.is_available():
             raise CLIError(f"--device {args.device}: no CUDA device here; pass --device cpu or leave --device out")
     options = {"temperature": args.temperature, "top_p": args.top_p, "max_new_tokens": args.max_new_tokens,
-               "max_tokens": args.max_new_tokens, "device": args.device, "dtype": args.dtype}
+               "max_tokens": args.max_new_tokens, "device": args.device, "dtype": args.dtype,
+               "concurrency": args.concurrency}
     try:
         agent = make_agent(args.agent, **options)
     except ValueError as e:

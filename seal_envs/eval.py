@@ -19,15 +19,25 @@ Agents come in two shapes:
 - a *batch agent* with ``start(seeds)`` and ``act_batch(envs, infos, slots) -> actions``
   (``seal_trl.agents.HFBatchAgent``): the episodes of a batch run in lockstep and the agent
   answers all active ones at once (one ``generate`` call per turn).
+  :class:`PerEpisodeAgents` turns a factory into one, and with ``concurrency > 1`` it asks the
+  episodes' agents at the same time (an asyncio gather over a thread pool): what
+  :class:`~seal_envs.openai_agent.OpenAIBatchAgent` (``make_agent("openai:...")``) uses to keep
+  many requests in flight.
+
+Every episode record keeps its ``transcript``: the episode's final ``info["messages"]``, the
+conversation as the agent saw it (system prompt, user turns, the agent's messages, tool results),
+so ``eval.json`` can be read back episode by episode. ``eval.md`` holds only the tables.
 
 Pure Python: no torch. The CLI (``seal eval``) is a thin layer over :func:`evaluate`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,10 +91,21 @@ class BatchAgent(Protocol):
 
 
 class PerEpisodeAgents:
-    """Adapts a factory ``seed -> agent`` (``reset()``, ``act(env, info)``) to :class:`BatchAgent`."""
+    """Adapts a factory ``seed -> agent`` (``reset()``, ``act(env, info)``) to :class:`BatchAgent`.
 
-    def __init__(self, factory: Callable[[int], Any]):
+    ``concurrency`` is how many of the batch's ``act`` calls may run at once. 1 (the default)
+    asks the episodes one after the other; more suits agents that wait on I/O (a model server):
+    :meth:`act_batch_async` gathers the calls on an asyncio loop, each in a thread of a pool of
+    ``min(concurrency, active episodes)`` workers, so that many requests are in flight. Either way
+    an agent that raises fails only its own episode (an :class:`AgentFailure` in its place) and
+    the answers come back in the order of ``slots``.
+    """
+
+    def __init__(self, factory: Callable[[int], Any], concurrency: int = 1):
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.factory = factory
+        self.concurrency = concurrency
         self.agents: list[Any] = []
 
     def start(self, seeds: Sequence[int]) -> None:
@@ -93,7 +114,32 @@ class PerEpisodeAgents:
             a.reset()
 
     def act_batch(self, envs, infos, slots) -> list[Any]:
-        return [_act_or_fail(self.agents[s], e, i) for e, i, s in zip(envs, infos, slots)]
+        if self.concurrency == 1 or len(slots) <= 1:
+            return [_act_or_fail(self.agents[s], e, i) for e, i, s in zip(envs, infos, slots)]
+        return _run_coroutine(self.act_batch_async(envs, infos, slots))
+
+    async def act_batch_async(self, envs, infos, slots) -> list[Any]:
+        """:meth:`act_batch` for a caller that runs its own event loop: at most ``concurrency``
+        ``act`` calls at once, each in a worker thread (``act`` blocks: the stdlib HTTP client)."""
+        loop = asyncio.get_running_loop()
+        pool = ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(slots))),
+                                  thread_name_prefix="seal-agent")
+        try:
+            return list(await asyncio.gather(*(loop.run_in_executor(pool, _act_or_fail, self.agents[s], e, i)
+                                               for e, i, s in zip(envs, infos, slots))))
+        finally:  # interrupted: queued calls never start; running ones end within their own timeout
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _run_coroutine(coroutine) -> Any:
+    """Run ``coroutine`` to its end from synchronous code, also when this thread already runs an
+    event loop (a notebook): then on a fresh loop in a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="seal-agent-loop") as helper:
+        return helper.submit(asyncio.run, coroutine).result()
 
 
 class AgentFailure:
@@ -115,9 +161,11 @@ def make_agent(spec: str, **options: Any) -> Callable[[int], Any] | BatchAgent:
     """The agent named by ``spec``, as :func:`evaluate` takes it.
 
     ``oracle``, ``random`` and ``openai:<base url>#<model>`` (any chat-completions server with
-    tools; ``options`` go to :class:`~seal_envs.openai_agent.OpenAIChatAgent`). Local
-    transformers models (``hf:<model>``) need torch, so they live in ``seal_trl.agents.make_agent``,
-    which takes every spec. Unused ``options`` are ignored by the agents that take none.
+    tools: an :class:`~seal_envs.openai_agent.OpenAIBatchAgent` with ``concurrency`` requests in
+    flight, default :data:`~seal_envs.openai_agent.DEFAULT_CONCURRENCY`; the other ``options`` go
+    to :class:`~seal_envs.openai_agent.OpenAIChatAgent`). Local transformers models
+    (``hf:<model>``) need torch, so they live in ``seal_trl.agents.make_agent``, which takes every
+    spec. Unused ``options`` are ignored by the agents that take none.
     """
     from seal_envs.agents import OracleAgent, RandomAgent
 
@@ -126,11 +174,13 @@ def make_agent(spec: str, **options: Any) -> Callable[[int], Any] | BatchAgent:
     if spec == "random":
         return lambda seed: RandomAgent(seed)
     if spec.startswith("openai:"):
-        from seal_envs.openai_agent import OpenAIChatAgent, parse_openai_spec
+        from seal_envs.openai_agent import DEFAULT_CONCURRENCY, OpenAIBatchAgent, OpenAIChatAgent, parse_openai_spec
 
         base_url, model = parse_openai_spec(spec)
         keep = {k: v for k, v in options.items() if k in OpenAIChatAgent.OPTIONS and v is not None}
-        return lambda seed: OpenAIChatAgent(base_url, model, seed=seed, **keep)
+        concurrency = options.get("concurrency")
+        return OpenAIBatchAgent(base_url, model, concurrency=DEFAULT_CONCURRENCY if concurrency is None else concurrency,
+                                **keep)
     raise ValueError(f"unknown agent {spec!r}: use oracle, random or openai:<base url>#<model> "
                      "(hf:<model> through seal_trl.agents.make_agent)")
 
@@ -297,12 +347,16 @@ class EvalResult:
         return "\n".join(lines) + "\n"
 
     def save(self, out_dir: str | Path, stem: str = "eval") -> dict[str, Path]:
-        """Write ``<stem>.json`` (everything, episodes included) and ``<stem>.md``."""
+        """Write ``<stem>.json`` (everything: episodes with their transcripts) and ``<stem>.md``
+        (the tables only)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         paths = {"json": out / f"{stem}.json", "markdown": out / f"{stem}.md"}
-        paths["json"].write_text(json.dumps(self.to_dict(), indent=1, ensure_ascii=False))
-        paths["markdown"].write_text(self.to_markdown())
+        # a transcript may hold a lone surrogate (a server may send "\ud800"): written as that JSON
+        # escape, so the file is UTF-8 and reads back to the same string
+        paths["json"].write_text(json.dumps(self.to_dict(), indent=1, ensure_ascii=False), encoding="utf-8",
+                                 errors="backslashreplace")
+        paths["markdown"].write_text(self.to_markdown(), encoding="utf-8", errors="backslashreplace")
         return paths
 
 
@@ -318,6 +372,7 @@ def _episode_record(index: int, trial: int, seed: int, reward: float, info: Mapp
         "official_progress": float(info.get("official_progress", 0.0)),
         "official_tags": list(info.get("official_tags", [])),
         "failed_checks": [c["name"] for c in verification["checks"] if not c["passed"]],
+        "transcript": list(info["messages"]),  # the conversation as the agent saw it (fresh copies per info)
     }
 
 

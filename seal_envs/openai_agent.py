@@ -11,6 +11,14 @@ Each step POSTs ``{base_url}/chat/completions`` with ``messages=info["messages"]
 On the command line: ``seal eval seal/ToolUse-v0 --agent openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-8B``.
 The API key, if the server needs one, comes from ``api_key`` or the ``OPENAI_API_KEY`` variable.
 
+:class:`OpenAIBatchAgent` is the batch agent :func:`seal_envs.eval.evaluate` gets for that spec:
+one :class:`OpenAIChatAgent` per episode (its seed, its own request body), and the requests of all
+running episodes of a lockstep batch in flight together, at most ``concurrency`` at once (an
+asyncio gather over a thread pool running the same blocking request as ``act``; no dependency
+beyond the standard library). A request that fails ends only its own episode.
+
+    result = evaluate("seal/ToolUse-v0", OpenAIBatchAgent(url, "Qwen/Qwen3-8B", concurrency=16), batch_size=16)
+
 Whatever the server does, the agent raises only :class:`OpenAIError`: connection faults, HTTP
 5xx and 429, and ``http.client`` protocol errors are retried (``retries``); an answer that is
 not UTF-8, not JSON, larger than ``MAX_RESPONSE_BYTES``, nested too deep or not shaped like a
@@ -34,9 +42,13 @@ import urllib.parse
 import urllib.request
 from typing import Any, Mapping
 
-MAX_RESPONSE_BYTES = 16 << 20
+from seal_envs.eval import PerEpisodeAgents
 
-__all__ = ["OpenAIChatAgent", "OpenAIError", "check_server", "parse_openai_spec"]
+MAX_RESPONSE_BYTES = 16 << 20
+DEFAULT_CONCURRENCY = 16  # requests in flight: seal eval's default --batch-size, so a whole batch at once
+
+__all__ = ["DEFAULT_CONCURRENCY", "OpenAIBatchAgent", "OpenAIChatAgent", "OpenAIError", "check_server",
+           "parse_openai_spec"]
 
 
 class OpenAIError(RuntimeError):
@@ -221,3 +233,25 @@ class OpenAIChatAgent:
                 raise OpenAIError(f"{self.url} answered tool_calls that are a {type(tool_calls).__name__}, not a list")
             out["tool_calls"] = tool_calls  # their shape is the env's to judge: a format_error turn
         return out
+
+
+class OpenAIBatchAgent(PerEpisodeAgents):
+    """A batch agent (:class:`seal_envs.eval.BatchAgent`) over one :class:`OpenAIChatAgent` per
+    episode: ``start(seeds)`` makes them (episode ``i`` sends ``seeds[i]`` as its ``seed``) and
+    ``act_batch`` sends the requests of all active episodes at once, at most ``concurrency`` in
+    flight. Each request keeps every guard of :meth:`OpenAIChatAgent.act` (its own whole-request
+    ``timeout``, retries, bounded answer, same-origin redirects); one that still fails ends only
+    its own episode, with ``agent_error`` in that episode's record. ``options`` are
+    :attr:`OpenAIChatAgent.OPTIONS`. In an asyncio program, ``await agent.act_batch_async(...)``."""
+
+    def __init__(self, base_url: str, model: str, *, concurrency: int = DEFAULT_CONCURRENCY, **options: Any):
+        unknown = set(options) - set(OpenAIChatAgent.OPTIONS)
+        if unknown:
+            raise TypeError(f"unknown OpenAIChatAgent option(s): {', '.join(sorted(unknown))}")
+        super().__init__(lambda seed: OpenAIChatAgent(base_url, model, seed=seed, **options), concurrency)
+        self.name = f"openai:{base_url}#{model}"
+
+    @property
+    def calls(self) -> int:
+        """Requests answered in the current batch, all episodes together."""
+        return sum(a.calls for a in self.agents)

@@ -157,6 +157,58 @@ def test_save_writes_json_and_markdown(tmp_path):
     assert paths["markdown"].read_text() == r.to_markdown()
 
 
+@pytest.mark.parametrize("kind", ["oracle", "random", "batch"])
+def test_eval_json_episodes_carry_their_transcripts(tmp_path, kind):
+    """Every episode of eval.json keeps the conversation as its agent saw it (the final
+    info["messages"]), whatever the agent; eval.md keeps only the tables."""
+    import json
+
+    agent = {"oracle": make_agent("oracle"), "random": make_agent("random"), "batch": RecordingBatchAgent()}[kind]
+    r = evaluate("seal/ToolUse-v0", agent, split="test", k=1, n=2, limit=3, batch_size=4, agent_name=kind)
+    paths = r.save(tmp_path)
+    data = json.loads(paths["json"].read_text(encoding="utf-8"))
+    assert [e["transcript"] for e in data["episodes"]] == [e["transcript"] for e in r.episodes]
+    import gymnasium as gym
+
+    env = gym.make("seal/ToolUse-v0", split="test", evaluation=True)
+    for e in data["episodes"]:
+        transcript = e["transcript"]
+        _, first = env.reset(seed=e["seed"], options={"split": "test", "index": e["index"]})
+        assert transcript[:len(first["messages"])] == first["messages"]  # starts as the episode started
+        assert [m["role"] for m in transcript[:2]] == ["system", "user"]
+        assert sum(m["role"] == "assistant" for m in transcript) == e["actions"] > 0  # one per action
+        assert sum(m["role"] == "user" for m in transcript) >= 1
+        if kind != "random":  # the oracle's calls and their results are in it
+            calls = [c["function"]["name"] for m in transcript if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+            assert calls == [m["name"] for m in transcript if m["role"] == "tool"]
+    episodes = data["episodes"]
+    assert len({json.dumps(e["transcript"]) for e in episodes if e["trial"] == 0}) == 3  # each task its own
+    markdown = paths["markdown"].read_text(encoding="utf-8")
+    assert markdown == r.to_markdown() and "transcript" not in markdown
+    assert not any(m["content"] in markdown for e in episodes for m in e["transcript"] if len(m["content"] or "") > 20)
+
+
+def test_a_transcript_with_a_lone_surrogate_is_saved_and_read_back(tmp_path):
+    """A model server may send "\ud800" (valid JSON, not encodable as UTF-8): eval.json is still
+    written, as UTF-8, and reads back to the same transcript."""
+    import json
+
+    class Says:
+        def reset(self):
+            pass
+
+        def act(self, env, info):
+            return "caf\u00e9 \ud800 done"
+
+    r = evaluate("seal/ToolUse-Bank-v0", lambda seed: Says(), split="test", limit=1)
+    assert r.episodes[0]["transcript"][2] == {"role": "assistant", "content": "caf\u00e9 \ud800 done"}
+    paths = r.save(tmp_path)
+    raw = paths["json"].read_bytes()
+    raw.decode("utf-8")  # strict: the file is UTF-8
+    assert "café".encode() in raw  # other text stays readable, not escaped
+    assert EvalResult.from_dict(json.loads(raw)).episodes == r.episodes
+
+
 def test_hf_tiny_agent_one_generate_call_per_round():
     """``--agent hf:tiny``: the CLI's options reach the agent; every round is one generate call."""
     pytest.importorskip("torch")

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from seal_envs.openai_agent import OpenAIChatAgent, OpenAIError, check_server
+from seal_envs.openai_agent import OpenAIBatchAgent, OpenAIChatAgent, OpenAIError, check_server
 
 OK = {"choices": [{"message": {"role": "assistant", "content": "Done."}}]}
 INFO = {"messages": [{"role": "user", "content": "hi"}], "tools": []}
@@ -31,7 +31,8 @@ class Server:
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
-                outer.posts.append((self.path, self.rfile.read(length)))
+                self.body = self.rfile.read(length)  # this request's own body, for behave(self)
+                outer.posts.append((self.path, self.body))
                 outer.requests.append(dict(self.headers))
                 behave(self)
 
@@ -150,11 +151,8 @@ def test_credentials_never_follow_a_redirect_to_another_host(serve):
     assert not same.requests
 
 
-# Known bug (strict: this fails loudly once fixed, then drop the mark): urllib's
-# HTTPRedirectHandler.redirect_request raises HTTPError for a POST answered 307/308, and
-# _SameOriginRedirects calls it before its own 307/308 branch that keeps the body, so that
-# branch never runs and the agent reports "answered HTTP 307". Fix: build the POST copy for
-# 307/308 in _SameOriginRedirects before (instead of) calling super().
+# urllib's HTTPRedirectHandler.redirect_request refuses a POST answered 307/308: _SameOriginRedirects
+# builds the POST copy (body and headers) itself before calling super().
 @pytest.mark.parametrize("code", [307, 308])
 @pytest.mark.parametrize("absolute", [True, False], ids=["absolute", "relative"])
 def test_a_redirect_within_the_origin_is_followed_with_body_and_credentials(serve, code, absolute):
@@ -195,6 +193,143 @@ def test_evaluate_keeps_played_episodes_when_a_call_fails(serve):
     errors = [e.get("agent_error") for e in result.episodes]
     assert sum(e is not None for e in errors) == 1 and "HTTP 400" in next(e for e in errors if e)
     assert all("verification" not in e and e["failed_checks"] is not None for e in result.episodes)
+
+
+# -- many requests in flight: OpenAIBatchAgent under evaluate() ------------------------------
+class InFlight:
+    """Counts the chat requests the server is answering at the same moment."""
+
+    def __init__(self):
+        self.lock, self.now, self.max = threading.Lock(), 0, 0
+
+    def __enter__(self):
+        with self.lock:
+            self.now += 1
+            self.max = max(self.max, self.now)
+
+    def __exit__(self, *exc):
+        with self.lock:
+            self.now -= 1
+
+
+def scripted(h) -> None:
+    """A deterministic model: a user message gets a call of get_balance, anything else a text
+    that names the request's seed and length (so every episode's transcript is its own)."""
+    body = json.loads(h.body)
+    messages, seed = body["messages"], body.get("seed")
+    if messages[-1]["role"] == "user":
+        message = {"role": "assistant", "content": None, "tool_calls": [{
+            "id": f"c{len(messages)}", "type": "function",
+            "function": {"name": "get_balance", "arguments": json.dumps({"account_id": f"ACC-{1000 + seed}"})}}]}
+    else:
+        message = {"role": "assistant", "content": f"Done for seed {seed} after {len(messages)} messages."}
+    answer(json.dumps({"choices": [{"message": message}]}).encode())(h)
+
+
+def slow_server(serve, delay=0.3, fail_seed=None, hang_seed=None):
+    """``scripted`` behind ``delay`` s per chat request, recording in ``.flight`` the most
+    requests in flight at once; seed ``fail_seed`` is answered HTTP 400, ``hang_seed`` never in time."""
+    flight = InFlight()
+
+    def handle(h):
+        if h.command == "GET":
+            return answer(b"{}")(h)
+        seed = json.loads(h.body).get("seed")
+        if seed == hang_seed:
+            time.sleep(3)
+            return
+        with flight:
+            time.sleep(delay)
+        if seed == fail_seed:
+            return answer(b"no such model today", 400)(h)
+        scripted(h)
+
+    server = serve(handle)
+    server.flight = flight
+    return server
+
+
+def test_a_batch_of_episodes_has_many_requests_in_flight(serve):
+    from seal_envs.eval import evaluate
+
+    server = slow_server(serve, delay=0.3)
+    agent = OpenAIBatchAgent(server.url, "m", concurrency=8, retries=0, timeout=10)
+    result = evaluate("seal/ToolUse-Bank-v0", agent, split="test", limit=4, n=2, batch_size=8)
+    assert len(result.episodes) == 8 and not any(e.get("agent_error") for e in result.episodes)
+    requests = len(server.posts)
+    rounds = max(e["actions"] for e in result.episodes)  # lockstep: one round per action of the longest
+    assert requests == sum(e["actions"] for e in result.episodes) and requests >= 2 * rounds
+    assert server.flight.max == 8, server.flight.max  # round 1: every episode's request at once
+    # one at a time this takes requests x 0.3 s; concurrently about rounds x 0.3 s
+    assert result.seconds < 0.6 * requests * 0.3, (result.seconds, requests, rounds)
+    assert result.seconds < rounds * 0.3 + 2.0, (result.seconds, rounds)
+
+
+def test_concurrency_bounds_the_requests_in_flight(serve):
+    from seal_envs.eval import evaluate
+
+    server = slow_server(serve, delay=0.2)
+    result = evaluate("seal/ToolUse-Bank-v0", OpenAIBatchAgent(server.url, "m", concurrency=3, retries=0),
+                      split="test", limit=8, batch_size=8)
+    assert len(result.episodes) == 8 and not any(e.get("agent_error") for e in result.episodes)
+    assert server.flight.max == 3, server.flight.max
+
+
+def test_concurrent_results_equal_the_one_at_a_time_results(serve):
+    """Each episode sends its own seeded body, so a deterministic server gives the same episodes
+    (transcripts included) whether its requests go one at a time or all at once."""
+    from seal_envs.eval import evaluate
+
+    server = serve(scripted)
+    one = evaluate("seal/ToolUse-Bank-v0", lambda seed: OpenAIChatAgent(server.url, "m", seed=seed, retries=0),
+                   split="test", limit=4, n=2, seed=5, batch_size=1)
+    sent_one = sorted(body for _, body in server.posts)
+    server.posts.clear()
+    many = evaluate("seal/ToolUse-Bank-v0", OpenAIBatchAgent(server.url, "m", concurrency=8, retries=0),
+                    split="test", limit=4, n=2, seed=5, batch_size=8)
+    assert sorted(body for _, body in server.posts) == sent_one  # the same requests, byte for byte
+    assert many.episodes == one.episodes and len(many.episodes) == 8
+    for e in many.episodes:  # no episode got another's answer: every text names its own seed
+        texts = [m["content"] for m in e["transcript"] if m["role"] == "assistant" and m["content"]]
+        assert texts and all(t.startswith(f"Done for seed {e['seed']} ") for t in texts), (e["seed"], texts)
+    assert {e["seed"] for e in many.episodes} == {5, 6}
+
+
+@pytest.mark.parametrize("fault", ["http_400", "timeout"])
+def test_one_failing_request_loses_only_its_own_episode(serve, fault):
+    from seal_envs.eval import evaluate
+
+    server = slow_server(serve, delay=0.1, **({"fail_seed": 2} if fault == "http_400" else {"hang_seed": 2}))
+    agent = OpenAIBatchAgent(server.url, "m", concurrency=4, retries=0, timeout=1)
+    start = time.monotonic()
+    result = evaluate("seal/ToolUse-Bank-v0", agent, split="test", limit=1, n=4, batch_size=4)
+    took = time.monotonic() - start
+    assert [e["seed"] for e in result.episodes] == [0, 1, 2, 3]
+    failed = [e for e in result.episodes if e.get("agent_error")]
+    assert [e["seed"] for e in failed] == [2]
+    assert ("HTTP 400" if fault == "http_400" else "timed out") in failed[0]["agent_error"]
+    assert failed[0]["transcript"][-1]["role"] == "user" and failed[0]["actions"] == 0
+    for e in result.episodes:
+        if e["seed"] != 2:  # played to the end, with their own answers
+            assert e["actions"] == 2 and e["transcript"][-1]["content"].startswith(f"Done for seed {e['seed']} ")
+    if fault == "timeout":  # the whole-request timeout holds for each request in flight: 1 s, not the server's 3 s
+        assert took < 2.9, took
+
+
+def test_seal_eval_concurrency_flag_reaches_the_agent(serve, tmp_path):
+    server = slow_server(serve, delay=0.3)
+    done, took = _seal_eval(f"openai:{server.url}#m", "--concurrency", "4", "--batch-size", "8", "--quiet",
+                            "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert server.flight.max == 4, server.flight.max
+    data = json.loads((tmp_path / "eval.json").read_text(encoding="utf-8"))
+    assert len(data["episodes"]) == 5
+    for e in data["episodes"]:
+        assert [m["role"] for m in e["transcript"][:2]] == ["system", "user"]
+        assert e["transcript"][-1]["content"].startswith(f"Done for seed {e['seed']} ")
+    assert "Done for seed" not in (tmp_path / "eval.md").read_text(encoding="utf-8")
+    bad, _ = _seal_eval(f"openai:{server.url}#m", "--concurrency", "0")
+    assert bad.returncode == 2 and "--concurrency: must be at least 1, got 0" in bad.stderr, bad.stderr
 
 
 # -- the pre-flight: GET /models once, before any episode -------------------------------------
