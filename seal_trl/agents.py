@@ -31,7 +31,7 @@ class HFBatchAgent:
         import torch
         from transformers import GenerationConfig
 
-        from seal_trl.chat import make_renderer
+        from seal_trl.chat import ActionDecoder, make_renderer
         from seal_trl.rollout import _eos_ids, hf_generate_fn
         from seal_trl.tiny import load_model_and_tokenizer
 
@@ -50,6 +50,7 @@ class HFBatchAgent:
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
+        self.decode = ActionDecoder(tokenizer)
         self.temperature = temperature
         self.top_p = top_p
         self.max_new_tokens = max_new_tokens
@@ -111,7 +112,7 @@ class HFBatchAgent:
         texts = []
         for slot, ids in zip(slots, out.ids):
             self.sequences[slot] += list(ids) + self.transcripts[slot].closing_ids(ids)
-            texts.append(self.tokenizer.decode(ids, skip_special_tokens=True))
+            texts.append(self.decode(ids))
         return texts
 
 

@@ -34,9 +34,36 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["ChatRenderer", "Transcript", "make_renderer", "tools_note"]
+from seal_envs.core.call_formats import CALL_MARKER_TOKENS
+
+__all__ = ["ActionDecoder", "ChatRenderer", "Transcript", "make_renderer", "tools_note"]
 
 Message = Mapping[str, Any]
+
+
+class ActionDecoder:
+    """A completion's ids as the text ``env.step`` reads: special tokens (end of turn, padding)
+    are dropped, except the ones that carry a tool call (Llama's ``<|python_tag|>``, Mistral's
+    ``[TOOL_CALLS]`` and ``[ARGS]``, :data:`~seal_envs.core.call_formats.CALL_MARKER_TOKENS`).
+    ``skip_special_tokens=True`` would drop those too, and the call would reach the env as bare
+    JSON, or as text that is no call at all. A tokenizer whose markers are not special tokens
+    (the tiny one, Qwen's ``<tool_call>``) decodes exactly as before."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        special = set(tokenizer.all_special_ids)
+        for token_id, token in (getattr(tokenizer, "added_tokens_decoder", None) or {}).items():
+            if getattr(token, "special", False):
+                special.add(token_id)
+        vocab = tokenizer.get_vocab()
+        markers = {vocab[t] for t in CALL_MARKER_TOKENS if t in vocab} & special
+        self.drop = frozenset(special - markers)
+        self.keeps_markers = bool(markers)
+
+    def __call__(self, ids: Sequence[int]) -> str:
+        if not self.keeps_markers:
+            return self.tokenizer.decode(ids, skip_special_tokens=True)
+        return self.tokenizer.decode([i for i in ids if i not in self.drop], skip_special_tokens=False)
 
 
 def tools_note(tools: Sequence[Mapping[str, Any]]) -> dict[str, str]:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .chat import Transcript, make_renderer
+from .chat import ActionDecoder, Transcript, make_renderer
 
 __all__ = ["EpisodeResult", "Generation", "GenerateFn", "MultiTurnRollout", "end_episode", "hf_generate_fn",
            "padded_generate_fn"]
@@ -165,6 +165,7 @@ class MultiTurnRollout:
         if max_completion_length is not None and max_completion_length < 1:
             raise ValueError(f"max_completion_length must be >= 1 or None, got {max_completion_length}")
         self.tokenizer = tokenizer
+        self.decode = ActionDecoder(tokenizer)
         self.generate = generate if not hasattr(generate, "generate") else hf_generate_fn(generate, tokenizer)
         self.max_turns = max_turns
         self.max_new_tokens = max_new_tokens
@@ -240,8 +241,7 @@ class MultiTurnRollout:
         ids = new_ids if room is None else new_ids[:room]
         turn = res.num_turns
         self._append(res, ids, model=True, turn=turn, logprobs=logprobs)
-        text = self.tokenizer.decode(ids, skip_special_tokens=True)
-        _, reward, terminated, truncated, info = episode.env.step(text)
+        _, reward, terminated, truncated, info = episode.env.step(self.decode(ids))
         res.num_turns += 1
         res.reward, res.info = float(reward), info
         closing = episode.transcript.closing_ids(ids)

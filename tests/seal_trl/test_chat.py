@@ -1,0 +1,34 @@
+"""Completions as the env reads them (seal_trl.chat.ActionDecoder)."""
+
+import json
+
+import pytest
+
+pytest.importorskip("transformers")
+
+
+def test_decoding_keeps_the_special_tokens_that_carry_a_call():
+    """A Llama or Mistral call spelled with special tokens reaches the env as a call: decoding
+    with skip_special_tokens=True would turn it into bare JSON or into no call at all (issue 18)."""
+    import gymnasium as gym
+
+    import seal_envs  # noqa: F401
+    from seal_trl.chat import ActionDecoder
+    from seal_trl.tiny import build_tiny_tokenizer
+
+    plain = build_tiny_tokenizer()
+    assert not ActionDecoder(plain).keeps_markers  # markers are not special here: decoding is unchanged
+    tok = build_tiny_tokenizer()
+    tok.add_special_tokens({"additional_special_tokens": ["[TOOL_CALLS]", "[ARGS]", "<|python_tag|>"]})
+    decode = ActionDecoder(tok)
+    env = gym.make("seal/ToolUse-Bank-v0")
+    _, info = env.reset(seed=0)
+    account = env.unwrapped.task.turns[0].plan[0].arguments
+    name = env.unwrapped.task.turns[0].plan[0].name
+    for text in (f'[TOOL_CALLS]{name}[ARGS]{json.dumps(account)}', f'<|python_tag|>{json.dumps({"name": name, "parameters": account})}'):
+        ids = tok(text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+        assert decode(ids) == text                                   # the marker stays, the end of turn goes
+        assert tok.decode(ids, skip_special_tokens=True) != text     # what decoding used to hand the env
+        env.reset(seed=0)
+        *_, info = env.step(decode(ids))
+        assert info["tool_calls"] and info["tool_calls"][0]["name"] == name
