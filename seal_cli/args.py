@@ -137,8 +137,86 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=non_negative_int, default=0, help="random seed, >= 0 (default %(default)s)")
     p.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--gpu", action="store_true", help="train on the GPU with bf16 (default off: CPU, fp32)")
+    p.add_argument("--report-to", default="none",
+                   help="experiment trackers, as TRL's report_to: tensorboard, trackio, wandb, mlflow, all or none; "
+                        "comma-separated (default %(default)s; a tracker must be installed)")
+    p.add_argument("--lora-r", type=non_negative_int, default=0,
+                   help="LoRA rank: train adapters instead of all weights (peft; default %(default)s: off)")
+    p.add_argument("--lora-alpha", type=positive_int, default=None, help="LoRA alpha (default: 2 x --lora-r)")
+    p.add_argument("--lora-target-modules", default="all-linear",
+                   help="modules LoRA adapts, comma-separated or all-linear (default %(default)s)")
+    p.add_argument("--use-vllm", action=argparse.BooleanOptionalAction, default=False,
+                   help="generate with vLLM (GPU, vllm installed; default off)")
+    p.add_argument("--vllm-mode", default="colocate", choices=["colocate", "server"],
+                   help="vLLM in the training process, or a `trl vllm-serve` server (default %(default)s)")
     p.add_argument("--set", dest="config_set", type=_config_field, action="append", default=[], metavar="FIELD=VALUE",
                    help="set any SEALConfig/GRPOConfig field, after the flags above; VALUE is JSON when it parses "
                         "(numbers, true, {\"ok\": 0.05}) and a string otherwise; repeatable "
-                        "(e.g. --set tag_source=label --set apply_to=negative; default: none)")
+                        "(e.g. --set tag_source=label --set apply_to=negative; default: none). Every field is "
+                        "also a flag of its own (--warmup_ratio 0.1, parsed by TRL's TrlParser)")
+    p.add_argument("--config", metavar="FILE.yaml",
+                   help="a YAML mapping of these flags (by their names: steps, lr, report_to...) and any "
+                        "SEALConfig field; flags on the command line win (default: none)")
     p.add_argument("--quiet", action="store_true", help="no progress bars; results are still printed (default off)")
+
+
+# -- a YAML config and SEALConfig fields as flags (issue 18) ---------------------------------------
+def _flag_actions(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    return {a.dest: a for a in parser._actions if a.option_strings and a.dest not in ("help", "config", "debug")}
+
+
+def config_file_argv(parser: argparse.ArgumentParser, path: str) -> list[str]:
+    """The argv a YAML config stands for: its keys that name flags of ``parser`` as those flags
+    (so argparse checks every value as it checks typed ones), the rest as ``--set FIELD=VALUE``.
+    Put before the command line's own arguments, they lose to them (argparse keeps the last)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(open(path, encoding="utf-8"))
+    except OSError as e:
+        raise ValueError(f"--config {path}: cannot be read ({e.strerror or e})") from None
+    except yaml.YAMLError as e:
+        raise ValueError(f"--config {path}: not valid YAML ({e})") from None
+    if data is None:
+        return []
+    if not isinstance(data, dict):
+        raise ValueError(f"--config {path}: expected a mapping of flags and SEALConfig fields, got {type(data).__name__}")
+    actions, argv = _flag_actions(parser), []
+    for key, value in data.items():
+        action = actions.get(str(key).replace("-", "_"))
+        if action is None or action.dest == "config_set":
+            argv.append(f"--set={key}={json.dumps(value)}")  # a SEALConfig field: checked by _config_field
+            continue
+        flag = next(s for s in action.option_strings if s.startswith("--"))
+        if isinstance(action, argparse.BooleanOptionalAction):
+            argv.append(flag if value else "--no-" + flag[2:])
+        elif action.nargs == 0:  # store_true
+            if value:
+                argv.append(flag)
+        else:
+            text = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+            argv.append(f"{flag}={text}")
+    return argv
+
+
+def config_field_flags(extra: list[str]) -> list[tuple[str, Any]]:
+    """``--FIELD VALUE`` arguments that ``seal train``'s own flags do not know, parsed by TRL's
+    ``TrlParser`` over :class:`~seal_trl.config.SEALConfig` (its types and choices): ``(field,
+    value)`` pairs for exactly the fields given. Anything else is an unrecognised argument."""
+    if not extra:
+        return []
+    from trl import TrlParser
+
+    from seal_trl.config import SEALConfig
+
+    parser = TrlParser((SEALConfig,), exit_on_error=False)
+    try:
+        namespace, rest = parser.parse_known_args(extra)
+    except argparse.ArgumentError as e:
+        raise ValueError(str(e)) from None
+    if rest:
+        raise ValueError(f"unrecognized arguments: {' '.join(rest)} (`seal train --help` lists the flags; "
+                         "any SEALConfig field works as --FIELD VALUE)")
+    given = {a.dest for a in parser._actions for s in a.option_strings
+             if any(x == s or x.startswith(s + "=") for x in extra)}
+    return [(name, getattr(namespace, name)) for name in sorted(given)]

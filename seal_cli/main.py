@@ -20,7 +20,8 @@ import argparse
 import sys
 from typing import Sequence
 
-from seal_cli.args import add_train_arguments, non_negative_float, non_negative_int, positive_int, probability
+from seal_cli.args import (add_train_arguments, config_field_flags, config_file_argv, non_negative_float,
+                           non_negative_int, positive_int, probability)
 from seal_cli.common import SPLIT_CHOICES, CLIError
 from seal_cli.env_commands import cmd_envs, cmd_play, cmd_report, cmd_show
 from seal_cli.model_commands import cmd_eval, cmd_train, cmd_warmstart
@@ -158,7 +159,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     import os
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args, extra = _parse(parser, argv)
+    except ValueError as e:  # --config or a SEALConfig field flag that does not parse
+        print(f"seal: error: {e}", file=sys.stderr)
+        return 2
     debug = getattr(args, "debug", False) or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     if not debug:  # a failed hub request is reported once, as our error line, not also as a hub warning
         os.environ.setdefault("HF_HUB_VERBOSITY", "error")
@@ -182,6 +188,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"seal: error: {message}", file=sys.stderr)
         return 2
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """Parse ``argv``; for ``seal train``, a ``--config`` file's flags go first (the command line
+    wins) and arguments its own flags do not know are SEALConfig fields (TRL's parser)."""
+    args, extra = parser.parse_known_args(argv)
+    if args.command != "train":
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        return args, extra
+    from_file = 0
+    if args.config:
+        train = parser._subparsers._group_actions[0].choices["train"]
+        config = config_file_argv(train, args.config)
+        from_file = sum(a.startswith("--set=") for a in config)
+        at = argv.index("train") + 1
+        args, extra = parser.parse_known_args(argv[:at] + config + argv[at:])
+    # SEALConfig fields, later ones winning: the file's, then --FIELD flags, then --set
+    file_fields, command_line = args.config_set[:from_file], args.config_set[from_file:]
+    args.config_set = [*file_fields, *config_field_flags(extra), *command_line]
+    return args, extra
 
 
 #: What to add when an interrupted command is run again.

@@ -25,6 +25,58 @@ RECIPE = {
 }
 
 
+def seal_config(args: argparse.Namespace, quiet: bool = False) -> Any:
+    """The ``SEALConfig`` of a ``seal train`` command line: its flags, then SEALConfig fields from
+    ``--config``, ``--FIELD`` flags and ``--set`` (``args.config_set``, later ones winning). A tracker
+    or vLLM that is asked for but not installed is an error here, before any model loads."""
+    import importlib.util
+
+    from seal_trl.config import SEALConfig
+
+    batch = args.tasks_per_step * args.num_generations
+    fields = {**dict(
+        output_dir=str(args.out), use_cpu=not args.gpu, bf16=args.gpu, activation_checkpointing=False,
+        report_to=[r.strip() for r in str(args.report_to).split(",") if r.strip()] or "none",
+        save_strategy="no", logging_steps=1, learning_rate=args.lr, lr_scheduler_type="constant",
+        max_steps=args.steps, seed=args.seed, per_device_train_batch_size=batch,
+        num_generations=args.num_generations, temperature=args.temperature, beta=args.beta,
+        loss_type=args.loss_type, num_iterations=args.num_iterations,
+        max_completion_length=args.max_turns * (args.max_new_tokens + 96),
+        env_id=args.env, env_kwargs={"reward_mode": args.reward_mode}, max_turns=args.max_turns,
+        max_new_tokens_per_turn=args.max_new_tokens, weighting=args.weighting, evolution=args.evolution,
+        curriculum=args.curriculum, surface_preset=args.surface, evolver_min_episodes=4,
+        skip_uniform_tasks=args.skip_uniform_tasks, resample_uniform_groups=args.resample_uniform_groups,
+        use_vllm=args.use_vllm, vllm_mode=args.vllm_mode,
+        disable_tqdm=quiet,  # the Trainer's bar over GRPO steps (rate and ETA)
+    ), **dict(args.config_set)}
+    try:
+        config = SEALConfig(**fields)
+    except (TypeError, ValueError) as err:
+        named = ", ".join(k for k, _ in args.config_set)
+        raise ValueError(f"{'--set/--config ' + named + ': ' if named else ''}{err}") from None
+    trackers = [r for r in config.report_to if r not in ("none", "all")]
+    if trackers:
+        from transformers.integrations import get_available_reporting_integrations
+
+        missing = sorted(set(trackers) - set(get_available_reporting_integrations()))
+        if missing:
+            raise ValueError(f"--report-to {','.join(missing)}: not installed (pip install {' '.join(missing)})")
+    if config.use_vllm and importlib.util.find_spec("vllm") is None:
+        raise ValueError("--use-vllm: vllm is not installed (it needs a GPU: pip install vllm)")
+    return config
+
+
+def lora_config(args: argparse.Namespace) -> Any:
+    """A peft ``LoraConfig`` for ``--lora-r`` > 0 (TRL's ``peft_config``), else ``None``."""
+    if not args.lora_r:
+        return None
+    from peft import LoraConfig
+
+    modules = args.lora_target_modules
+    return LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha or 2 * args.lora_r, task_type="CAUSAL_LM",
+                      target_modules=modules if modules == "all-linear" else [m.strip() for m in modules.split(",")])
+
+
 def prepare_out(out: Path, overwrite: bool) -> Path:
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder")
@@ -97,26 +149,21 @@ def evaluate(model, tokenizer, env_id: str, tasks: int, log, progress=None) -> d
 def run(args: argparse.Namespace) -> Path:
     import torch
 
-    from seal_trl.config import SEALConfig
     from seal_trl.tiny import load_model_and_tokenizer
     from seal_trl.trainer import SEALGRPOTrainer
 
     start = time.perf_counter()
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.config_set:  # a bad --set value fails now, not after the model loads and the first evaluation
-        try:
-            SEALConfig(output_dir=str(args.out), use_cpu=True, report_to="none", **dict(args.config_set))
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"--set {', '.join(k for k, _ in args.config_set)}: {err}") from None
+    quiet = getattr(args, "quiet", False)
+    config = seal_config(args, quiet)  # a bad value fails now, not after the model loads and the first evaluation
     out = prepare_out(Path(args.out), args.overwrite)
     from seal_trl.progress import progress_bar, silence_library_bars
 
-    quiet = getattr(args, "quiet", False)
     if quiet:  # transformers' own bars too ("Loading weights" now, "Writing model shards" at the end)
         silence_library_bars()
     model, tokenizer = load_model_and_tokenizer(args.model)
-    if args.beta > 0 and not getattr(model.config, "_name_or_path", ""):
+    if config.beta > 0 and not getattr(model.config, "_name_or_path", ""):
         # TRL loads the KL reference from the model's path; a model built in memory ('tiny') has
         # none, so its starting weights are saved in the run folder and the reference comes from there
         start_dir = out / "start_model"
@@ -130,22 +177,8 @@ def run(args: argparse.Namespace) -> Path:
     if before is not None:
         log(f"[seal train] before training: held-out test success {before['success']:.3f} "
             f"(by difficulty {before['by_difficulty']}); now {args.steps} GRPO steps")
-    batch = args.tasks_per_step * args.num_generations
-    config = SEALConfig(**{**dict(
-        output_dir=str(out), use_cpu=not args.gpu, bf16=args.gpu, activation_checkpointing=False,
-        report_to="none", save_strategy="no", logging_steps=1, learning_rate=args.lr, lr_scheduler_type="constant",
-        max_steps=args.steps, seed=args.seed, per_device_train_batch_size=batch,
-        num_generations=args.num_generations, temperature=args.temperature, beta=args.beta,
-        loss_type=args.loss_type, num_iterations=args.num_iterations,
-        max_completion_length=args.max_turns * (args.max_new_tokens + 96),
-        env_id=args.env, env_kwargs={"reward_mode": args.reward_mode}, max_turns=args.max_turns,
-        max_new_tokens_per_turn=args.max_new_tokens, weighting=args.weighting, evolution=args.evolution,
-        curriculum=args.curriculum, surface_preset=args.surface, evolver_min_episodes=4,
-        skip_uniform_tasks=args.skip_uniform_tasks, resample_uniform_groups=args.resample_uniform_groups,
-        disable_tqdm=quiet,  # the Trainer's bar over GRPO steps (rate and ETA)
-    ), **dict(args.config_set)})  # --set FIELD=VALUE last
     callback = run_folder_callback(out)
-    trainer = SEALGRPOTrainer(model=model, args=config, processing_class=tokenizer,
+    trainer = SEALGRPOTrainer(model=model, args=config, processing_class=tokenizer, peft_config=lora_config(args),
                               train_dataset=rl_tasks(args, log), callbacks=[callback])
     callback.coevolution = trainer.seal_coevolution
     train_start = time.perf_counter()

@@ -1,8 +1,13 @@
 """`seal train` end to end in a subprocess: a run folder that `seal report` reads."""
 
 import json
+import os
 import subprocess
 import sys
+
+import pytest
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
 
 
 def test_seal_train_writes_a_run_folder(tmp_path):
@@ -93,3 +98,49 @@ def test_an_unreachable_hub_is_one_error_line_without_the_hub_warning(tmp_path):
                            "hf:does/not-exist", "--limit", "1", "--quiet"], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 2 and "seal: error: cannot load model 'does/not-exist'" in done.stderr, done.stderr[-2000:]
     assert "thrown while requesting" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_config_file_and_sealconfig_field_flags(tmp_path):
+    """--config YAML < command-line flags; every SEALConfig field is a flag (TRL's parser); the
+    file's fields < --FIELD flags < --set; bad input is one error line (issue 18)."""
+    from seal_cli.main import _parse, build_parser, main
+    from seal_trl.train import seal_config
+
+    run = tmp_path / "run.yaml"
+    run.write_text("steps: 3\ndifficulties: [2, 4]\nevolution: true\nreport_to: tensorboard\n"
+                   "weight_decay: 0.2\ntag_weights: {ok: 0.5}\nlora_r: 4\n")
+    parser = build_parser()
+    args, _ = _parse(parser, ["train", "--config", str(run), "--steps", "5", "--weight_decay", "0.01",
+                              "--warmup-steps", "2", "--set", 'tag_weights={"ok": 0.1}'])
+    assert (args.steps, args.difficulties, args.evolution, args.lora_r) == (5, (2, 4), True, 4)
+    config = seal_config(args)
+    assert (config.max_steps, config.weight_decay, config.warmup_steps) == (5, 0.01, 2)
+    assert config.tag_weights == {"ok": 0.1} and config.report_to == ["tensorboard"] and config.evolution
+    assert seal_config(_parse(parser, ["train", "--config", str(run)])[0]).weight_decay == 0.2
+    for argv, fragment in ((["--bogus", "1"], "unrecognized arguments: --bogus"),
+                           (["--warmup_steps", "x"], "invalid float value"),
+                           (["--config", str(tmp_path / "none.yaml")], "cannot be read"),
+                           (["--report-to", "wandb"], "wandb: not installed"),
+                           (["--use-vllm"], "vllm is not installed")):
+        with pytest.raises((ValueError, SystemExit)) as e:
+            args, _ = _parse(parser, ["train", *argv])
+            seal_config(args)
+        assert fragment in str(e.value), (argv, e.value)
+    assert main(["train", "--out", str(tmp_path / "r"), "--bogus", "1"]) == 2
+    with pytest.raises(SystemExit):
+        _parse(parser, ["envs", "--bogus"])  # only `seal train` takes SEALConfig fields
+
+
+def test_report_to_tensorboard_and_lora_in_a_real_run(tmp_path):
+    """report_to reaches TRL (a TensorBoard event file is written) and --lora-r trains adapters only."""
+    pytest.importorskip("tensorboard")
+    out = tmp_path / "run"
+    config = tmp_path / "run.yaml"
+    config.write_text("model: tiny\nsteps: 1\ntasks_per_step: 1\nnum_generations: 2\nmax_turns: 2\n"
+                      "max_new_tokens: 8\neval_tasks: 0\nreport_to: tensorboard\nlora_r: 4\nquiet: true\n")
+    done = subprocess.run([sys.executable, "-m", "seal_cli", "train", "--config", str(config), "--out", str(out)],
+                          capture_output=True, text=True, env=ENV, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    events = list(tmp_path.rglob("events.out.tfevents.*"))
+    assert events and events[0].stat().st_size > 0, sorted(str(p) for p in tmp_path.rglob("*"))
+    assert (out / "model" / "adapter_config.json").is_file()  # peft saved the adapters, not a full model
