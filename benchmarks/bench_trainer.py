@@ -136,7 +136,7 @@ def build(variant: str, a, tok, dataset, out: str, clock: Clock):
         # the rollout_func builds its MultiTurnRollout on its first call; the policy reads its envs then
         policy = ScriptedPolicy(tok, lambda: rollout_func.state["rollout"].current_envs)
         rollout_func = make_rollout_func(a.env_id, max_turns=a.max_turns, max_new_tokens=a.max_new_tokens,
-                                         generate_fn=policy)
+                                         generate_fn=policy, tasks=dataset)
 
         def timed_rollout(prompts, trainer):
             t0 = time.perf_counter()

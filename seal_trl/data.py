@@ -2,11 +2,14 @@
 pool and rollout outputs ``SEALGRPOTrainer`` uses, and a ``rollout_func`` for an unmodified
 ``GRPOTrainer``.
 
-``make_dataset(env_id, split)`` gives one row per task of the split: a conversational ``prompt``
-(the messages ``env.reset`` shows first) and the columns ``seed``, ``env_id``, ``task_id``,
-``task_index``, ``split``. TRL hands a ``rollout_func`` only the ``prompt`` column, so the first
-prompt message also carries the row's task under the key ``"seal"`` (chat templates ignore
-unknown keys); :func:`task_of_prompt` reads it back.
+``make_dataset(env_id, split)`` gives one row per task of the split in TRL's standard
+conversational form: a ``prompt`` of messages (what ``env.reset`` shows first), a ``tools``
+column (the JSON schemas the env offers, as JSON text, which TRL reads) and the task in columns of its own: ``seed``,
+``env_id``, ``task_id``, ``task_index``, ``split``. TRL hands a ``rollout_func`` only the
+``prompt`` column, so the rollout finds each prompt's task by its messages (:class:`PromptTasks`,
+built from the datasets it plays: ``make_rollout_func(..., tasks=train_dataset)``).
+``make_sft_dataset`` gives the oracle's whole episodes (``messages`` with ``tool_calls`` and
+``tool`` replies, and ``tools``) for TRL's ``SFTTrainer``.
 
 ``make_rollout_func(env_id, ...)`` returns ``rollout_func(prompts, trainer)`` with TRL's contract:
 it plays every prompt's task in a batched multi-turn rollout and returns ``prompt_ids``,
@@ -44,6 +47,7 @@ has none of these limits and works with an unmodified ``GRPOTrainer``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -52,10 +56,11 @@ from .rollout import EpisodeResult, GenerateFn, MultiTurnRollout
 if TYPE_CHECKING:
     from seal_envs.coevolution import CoEvolution
 
-__all__ = ["EnvPool", "META_KEY", "env_reward", "gather_counts", "make_dataset", "make_rollout_func",
-           "reset_args", "rollout_output", "task_of_prompt"]
+__all__ = ["EnvPool", "PromptTasks", "env_reward", "gather_counts", "make_dataset", "make_rollout_func",
+           "make_sft_dataset", "reset_args", "rollout_output"]
 
-META_KEY = "seal"
+#: The columns that name a row's task (besides ``prompt`` and ``tools``).
+TASK_COLUMNS = ("seed", "env_id", "task_id", "task_index", "split")
 
 
 def _make_env(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> Any:
@@ -85,23 +90,84 @@ def make_dataset(env_id: str = "seal/ToolUse-v0", split: str = "train", *, num_r
             seed = task_set.slot(index).seed  # every TaskSource places an index (seal_envs.core.source)
             options = {"index": index}
         _, info = env.reset(seed=seed, options=options)
-        meta = {"seed": int(seed), "task_id": info["task_id"], "env_id": env_id}
-        first, *rest = info["messages"]
-        prompt = [{"role": first["role"], "content": first["content"], META_KEY: meta},
-                  *({"role": m["role"], "content": m["content"]} for m in rest)]
-        rows.append({"prompt": prompt, "seed": int(seed), "env_id": env_id, "task_id": info["task_id"],
-                     "task_index": index, "split": split})
+        rows.append({"prompt": [{"role": m["role"], "content": m["content"]} for m in info["messages"]],
+                     "tools": _json_tools(info["tools"]), "seed": int(seed), "env_id": env_id,
+                     "task_id": info["task_id"], "task_index": index, "split": split})
     env.close()
     return Dataset.from_list(rows)
 
 
-def task_of_prompt(prompt: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The row metadata (``seed``, ``task_id``, ``env_id``) carried by a prompt from :func:`make_dataset`."""
-    meta = prompt[0].get(META_KEY) if prompt and isinstance(prompt[0], Mapping) else None
-    if not meta:
-        raise ValueError("this prompt carries no SEAL task (its first message has no 'seal' key); "
-                         "build the dataset with seal_trl.make_dataset")
-    return dict(meta)
+def _json_tools(tools: Sequence[Mapping[str, Any]]) -> str:
+    """The tool list as JSON text, as TRL's trainers read a ``tools`` column: Arrow would merge
+    schemas of different shapes into one struct and fill the keys a tool lacks with nulls."""
+    return json.dumps(list(tools), ensure_ascii=False)
+
+
+def make_sft_dataset(env_id: str = "seal/ToolUse-v0", split: str = "train", *, num_rows: int | None = None,
+                     env_kwargs: Mapping[str, Any] | None = None, call_format: str = "hermes") -> Any:
+    """An HF ``datasets.Dataset`` of the oracle's episodes for TRL's ``SFTTrainer``: ``messages``
+    (the whole conversation: ``tool_calls``, ``tool`` replies, the later user turns, the
+    answers), ``tools`` (the schemas shown at the end) and the task columns. Only passing
+    episodes are kept (the oracle passes every native task)."""
+    from datasets import Dataset
+
+    from seal_envs.agents import OracleAgent, run_episode
+
+    env = _make_env(env_id, {"split": split, "call_format": call_format, **dict(env_kwargs or {})})
+    task_set = env.unwrapped.task_set
+    rows = []
+    for index in range(len(task_set) if num_rows is None else min(int(num_rows), len(task_set))):
+        seed = task_set.slot(index).seed
+        reward, info, _ = run_episode(env, OracleAgent(call_format=call_format), seed=seed, options={"index": index})
+        if not info["verification"]["passed"]:
+            continue
+        rows.append({"messages": [_standard_message(m) for m in info["messages"]], "tools": _json_tools(info["tools"]),
+                     "seed": int(seed), "env_id": env_id, "task_id": info["task_id"], "task_index": index,
+                     "split": split})
+    env.close()
+    return Dataset.from_list(rows)
+
+
+def _standard_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """One message with the same keys for every role (Arrow's one type per column): ``content``,
+    ``tool_calls`` (``None`` unless an assistant called tools; arguments as JSON text), ``name``."""
+    calls = message.get("tool_calls")
+    return {"role": message["role"], "content": message.get("content") or "",
+            "tool_calls": [{"type": "function", "function": {"name": c["function"]["name"],
+                                                             "arguments": c["function"]["arguments"]}}
+                           for c in calls] if calls else None,
+            "name": message.get("name")}
+
+
+def _prompt_key(prompt: Sequence[Mapping[str, Any]]) -> str:
+    return json.dumps([[m.get("role"), m.get("content")] for m in prompt], ensure_ascii=False)
+
+
+class PromptTasks:
+    """Each prompt's task, found by its messages: TRL hands a ``rollout_func`` the ``prompt``
+    column only. Built from the datasets a trainer plays (:func:`make_dataset`'s rows). Tasks whose
+    opening messages are identical (``shared``) are played as the first of them: the model sees the
+    same prompt, so nothing it could learn tells them apart."""
+
+    def __init__(self, *datasets: Any) -> None:
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.shared = 0
+        for dataset in datasets:
+            if dataset is None:
+                continue
+            for row in dataset:
+                key = _prompt_key(row["prompt"])
+                if key in self.rows:
+                    self.shared += self.rows[key]["task_id"] != row["task_id"]
+                    continue
+                self.rows[key] = {"seed": row["seed"], "task_id": row["task_id"], "env_id": row["env_id"]}
+
+    def __call__(self, prompt: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        row = self.rows.get(_prompt_key(prompt))
+        if row is None:
+            raise ValueError("a prompt that is not in the rollout's datasets: build the dataset with "
+                             "seal_trl.make_dataset and pass it to make_rollout_func(..., tasks=dataset)")
+        return dict(row)
 
 
 def reset_args(row: Mapping[str, Any], curriculum: bool = False) -> tuple[int | None, dict[str, Any] | None]:
@@ -177,7 +243,7 @@ def make_rollout_func(env_id: str = "seal/ToolUse-v0", *, env_kwargs: Mapping[st
                       max_turns: int = 8, max_new_tokens: int = 128, max_completion_length: int | None = None,
                       curriculum: bool = False, generate_fn: GenerateFn | None = None,
                       on_results: Callable[[list[EpisodeResult]], None] | None = None,
-                      coevolution: CoEvolution | None = None):
+                      coevolution: CoEvolution | None = None, tasks: Any = None):
     """A ``rollout_func(prompts, trainer)`` for an unmodified ``GRPOTrainer`` (use ``env_reward``).
 
     ``max_completion_length`` defaults to ``trainer.args.max_completion_length`` and bounds the whole
@@ -189,6 +255,10 @@ def make_rollout_func(env_id: str = "seal/ToolUse-v0", *, env_kwargs: Mapping[st
     docstring). Pass ``curriculum=True`` with ``CoEvolution(curriculum=True)`` for its task weights.
     The returned function carries ``pool``, ``eval_pool``, ``state`` and ``coevolution``.
     """
+    if tasks is None:
+        raise ValueError("make_rollout_func needs tasks=: the dataset(s) the trainer plays (make_dataset's), "
+                         "since TRL hands a rollout_func only the prompts")
+    prompt_tasks = PromptTasks(*(tasks if isinstance(tasks, (list, tuple)) else [tasks]))
     pool = EnvPool(env_id, {"max_steps": max_turns, **dict(env_kwargs or {})})
     eval_pool = EnvPool(env_id, {**pool.env_kwargs, "evaluation": True})
     state: dict[str, Any] = {}
@@ -211,7 +281,7 @@ def make_rollout_func(env_id: str = "seal/ToolUse-v0", *, env_kwargs: Mapping[st
         envs = (eval_pool if evaluating else pool).get(len(prompts))
         if evolving:
             coevolution.apply(envs)
-        resets = [reset_args(task_of_prompt(p), curriculum and not evaluating) for p in prompts]
+        resets = [reset_args(prompt_tasks(p), curriculum and not evaluating) for p in prompts]
         results = state["rollout"].run(envs, [s for s, _ in resets], [o for _, o in resets])
         if on_results is not None:
             on_results(results)

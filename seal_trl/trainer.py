@@ -36,7 +36,7 @@ from seal_envs.run_folder import (SEAL_STATE_FILE, TRAINER_LABEL_PREFIX, TRAINER
                                   TRAINER_SURFACE_VERSION)
 
 from .config import SEALConfig
-from .data import EnvPool, env_reward, make_dataset, reset_args, rollout_output, task_of_prompt
+from .data import EnvPool, PromptTasks, env_reward, make_dataset, reset_args, rollout_output
 from .generation import sync_active_fn, trainer_generate_fn
 from .token_weigher import TokenWeigher
 from .rollout import EpisodeResult, GenerateFn, MultiTurnRollout
@@ -78,6 +78,7 @@ class SEALGRPOTrainer(GRPOTrainer):
         self.seal_tasks, self.seal_task_rows = _task_memory(args, train_dataset)
         self._seal_rollout: MultiTurnRollout | None = None
         self._seal_rows: list[dict[str, Any]] | None = None
+        self._seal_prompt_tasks: PromptTasks | None = None
         self._seal_results: list[EpisodeResult] = []
         self.seal_prefix_stats: Counter = Counter()  # seal_trl.prefix_loss: rows shared / plain, fallbacks
         with warnings.catch_warnings():
@@ -104,7 +105,11 @@ class SEALGRPOTrainer(GRPOTrainer):
     def seal_play(self, prompts: list[list[dict[str, Any]]]) -> dict[str, Any]:
         """Play one generation batch (TRL's ``rollout_func`` body)."""
         rows = self._seal_rows if self._seal_rows is not None and len(self._seal_rows) == len(prompts) else None
-        tasks = rows if rows is not None else [task_of_prompt(p) for p in prompts]
+        if rows is None:  # TRL called without the rows: find the tasks by their prompts
+            if self._seal_prompt_tasks is None:
+                self._seal_prompt_tasks = PromptTasks(self.train_dataset, self.eval_dataset)
+            rows = [self._seal_prompt_tasks(p) for p in prompts]
+        tasks = rows
         mode = "train" if self.model.training else "eval"
         envs = self.seal_pools[mode].get(len(prompts))
         self.seal_coevolution.apply(envs)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import gymnasium as gym
 import pytest
 
@@ -11,21 +13,24 @@ pytest.importorskip("trl")
 
 import seal_envs  # noqa: E402,F401
 from seal_helpers import ScriptedPolicy, small_model  # noqa: E402
-from seal_trl.data import env_reward, make_dataset, make_rollout_func, reset_args, task_of_prompt  # noqa: E402
+from seal_trl.data import PromptTasks, env_reward, make_dataset, make_rollout_func, reset_args  # noqa: E402
 
 
 def test_dataset_rows_carry_the_task_and_reproduce_it():
+    """TRL's standard conversational form: plain messages, a tools column, the task in its own columns."""
     ds = make_dataset("seal/ToolUse-v0", "train", num_rows=6)
     assert len(ds) == 6
-    assert set(ds.column_names) >= {"prompt", "seed", "env_id", "task_id", "task_index", "split"}
+    assert set(ds.column_names) == {"prompt", "tools", "seed", "env_id", "task_id", "task_index", "split"}
     env = gym.make("seal/ToolUse-v0")
+    tasks = PromptTasks(ds)
     for row in ds:
-        meta = task_of_prompt(row["prompt"])
-        assert meta == {"seed": row["seed"], "task_id": row["task_id"], "env_id": "seal/ToolUse-v0"}
+        assert all(set(m) == {"role", "content"} for m in row["prompt"])  # nothing but the messages
+        assert tasks(row["prompt"]) == {"seed": row["seed"], "task_id": row["task_id"], "env_id": "seal/ToolUse-v0"}
         seed, options = reset_args(row)
         _, info = env.reset(seed=seed, options=options)
         assert info["task_id"] == row["task_id"]
         assert [m["content"] for m in info["messages"]] == [m["content"] for m in row["prompt"]]
+        assert json.loads(row["tools"]) == info["tools"]
     assert len(set(ds["task_id"])) == 6
 
 
@@ -34,9 +39,11 @@ def test_curriculum_resets_by_seed_only():
     assert reset_args({"seed": 7, "task_id": "bank/train/d1/0"}) == (7, {"task_id": "bank/train/d1/0"})
 
 
-def test_prompts_without_metadata_are_refused():
+def test_prompts_not_in_the_datasets_are_refused():
     with pytest.raises(ValueError, match="make_dataset"):
-        task_of_prompt([{"role": "user", "content": "hi"}])
+        PromptTasks(make_dataset(num_rows=2))([{"role": "user", "content": "hi"}])
+    with pytest.raises(ValueError, match="tasks="):
+        make_rollout_func("seal/ToolUse-v0")
     with pytest.raises(ValueError, match="env_reward"):
         env_reward(prompts=[], completions=[])
     assert env_reward(env_reward=[1, 0.5]) == [1.0, 0.5]
@@ -47,13 +54,14 @@ def test_unmodified_grpo_trainer_trains_with_the_rollout_func(tok, tmp_path):
 
     scripted = ScriptedPolicy(tok)
     seen = []
+    dataset = make_dataset(num_rows=4)
     rollout_func = make_rollout_func("seal/ToolUse-v0", max_turns=4, max_new_tokens=64, generate_fn=scripted,
-                                     on_results=seen.append)
+                                     on_results=seen.append, tasks=dataset)
     args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, activation_checkpointing=False,
                       report_to="none", save_strategy="no", max_steps=1, per_device_train_batch_size=4,
                       num_generations=2, max_completion_length=256, learning_rate=1e-2, disable_tqdm=True)
     trainer = GRPOTrainer(model=small_model(tok), reward_funcs=env_reward, args=args,
-                          train_dataset=make_dataset(num_rows=4), processing_class=tok, rollout_func=rollout_func)
+                          train_dataset=dataset, processing_class=tok, rollout_func=rollout_func)
     rollout = rollout_func.state.get("rollout")
     assert rollout is None  # built on the first call, from the trainer
     scripted.rollout = _LazyRollout(rollout_func)
@@ -80,14 +88,16 @@ def test_stock_rollout_func_evolves_the_surface_with_a_coevolution(tok, tmp_path
     evolver = {"window": 1, "min_episodes": 1, "raise_threshold": 0.2, "fade_threshold": 0.0}
     co, by_hand = CoEvolution(evolver), CoEvolution(evolver)
     scripted = ScriptedPolicy(tok)
+    dataset = make_dataset(num_rows=4)
     rollout_func = make_rollout_func("seal/ToolUse-v0", max_turns=4, max_new_tokens=64, generate_fn=scripted,
-                                     coevolution=co, on_results=lambda rs: by_hand.evolve(r.info for r in rs))
+                                     coevolution=co, on_results=lambda rs: by_hand.evolve(r.info for r in rs),
+                                     tasks=dataset)
     assert rollout_func.coevolution is co
     args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, activation_checkpointing=False,
                       report_to="none", save_strategy="no", max_steps=2, per_device_train_batch_size=4,
                       num_generations=2, max_completion_length=256, learning_rate=1e-2, disable_tqdm=True)
     trainer = GRPOTrainer(model=small_model(tok), reward_funcs=env_reward, args=args,
-                          train_dataset=make_dataset(num_rows=4), processing_class=tok, rollout_func=rollout_func)
+                          train_dataset=dataset, processing_class=tok, rollout_func=rollout_func)
     scripted.rollout = _LazyRollout(rollout_func)
     trainer.train()
     assert co.evolver.updates == 2 and co.surface.version > 0  # patched from the scripted failures
@@ -95,7 +105,7 @@ def test_stock_rollout_func_evolves_the_surface_with_a_coevolution(tok, tmp_path
     assert [env.unwrapped.surface for env in rollout_func.pool.envs] == [co.surface] * 4
     trainer.model.eval()  # an evaluation batch: frozen canonical envs, no update
     before = co.evolver.to_json()
-    out = rollout_func(make_dataset(num_rows=2)["prompt"], trainer)
+    out = rollout_func(dataset.select(range(2))["prompt"], trainer)
     assert len(out["completion_ids"]) == 2 and co.evolver.to_json() == before
     assert rollout_func.eval_pool.envs and all(env.unwrapped.surface.frozen and env.unwrapped.surface.version == 0
                                                for env in rollout_func.eval_pool.envs)

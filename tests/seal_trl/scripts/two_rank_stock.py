@@ -68,8 +68,9 @@ def main(out: Path, policy_kind: str) -> None:
         seen.append(results)
         local.evolve(r.info for r in results)
 
+    dataset = make_dataset(num_rows=8)
     rollout_func = make_rollout_func("seal/ToolUse-v0", max_turns=4, max_new_tokens=48 if policy else 8,
-                                     generate_fn=policy, coevolution=co, on_results=on_results)
+                                     generate_fn=policy, coevolution=co, on_results=on_results, tasks=dataset)
     if policy is not None:
         policy.rollout = LazyRollout(rollout_func)
     args = GRPOConfig(output_dir=str(out / "run"), use_cpu=True, bf16=False, activation_checkpointing=False,
@@ -79,7 +80,7 @@ def main(out: Path, policy_kind: str) -> None:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
         trainer = GRPOTrainer(model=small_model(tok), reward_funcs=env_reward, args=args,
-                              train_dataset=make_dataset(num_rows=8), processing_class=tok,
+                              train_dataset=dataset, processing_class=tok,
                               rollout_func=rollout_func)
     trainer.train()
     acc = trainer.accelerator
