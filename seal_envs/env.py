@@ -27,7 +27,9 @@ verifier and the diagnoser still run, so the reward is never missing.
 
 ## Information
 Every step: ``messages``, ``tools``, ``turn_index``, ``tool_calls``, ``tool_results``, ``events``,
-``turn_label``, ``surface_version``, ``task_id``, ``domain``, ``difficulty``. At the episode end
+``turn_label`` (``{}`` until the first action: a dict at every step, so Gymnasium's vector envs
+can merge the infos of copies that are out of phase), ``surface_version``, ``task_id``,
+``domain``, ``difficulty``. At the episode end
 also ``verification``, ``turn_labels`` (one per action taken), ``official_tags`` (the official
 SEAL tag of every user turn, see :mod:`seal_envs.core.official`) and ``official_progress``.
 
@@ -437,7 +439,7 @@ class ToolUseEnv(gym.Env):
             "tool_calls": [],
             "tool_results": [],
             "events": [],
-            "turn_label": None if label is None else label.to_dict(),
+            "turn_label": {} if label is None else label.to_dict(),  # a dict at reset too: vector envs merge it
             "surface_version": self.surface.version,
             "task_id": self.task.task_id,
             "domain": self.task.domain,

@@ -420,3 +420,22 @@ def test_printing_the_env_and_its_spaces_fits_on_a_screen(env_id):
     vec = gym.make_vec("seal/ToolUse-Bank-v0", num_envs=2, vectorization_mode="sync")
     assert len(repr(vec.observation_space)) < 400
     vec.close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_vector_envs_play_across_episode_ends(mode):
+    """Copies out of phase (one resets while another steps) merge their infos: turn_label is a
+    dict at reset too, so Gymnasium's info merge never meets a None where another copy has a dict."""
+    envs = gym.make_vec("seal/ToolUse-Bank-v0", num_envs=3, vectorization_mode=mode)
+    try:
+        envs.reset(seed=0)
+        ended = 0
+        for t in range(12):
+            actions = ["Done." if (t + i) % 2 else '<tool_call>{"name": "get_balance", "arguments": {}}</tool_call>'
+                       for i in range(3)]
+            _, _, terminated, truncated, info = envs.step(actions)
+            ended += int((terminated | truncated).sum())
+            assert isinstance(info["turn_label"], dict)
+        assert ended >= 3
+    finally:
+        envs.close()
