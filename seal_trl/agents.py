@@ -110,9 +110,9 @@ class HFBatchAgent:
                 out = self.generate(seqs, self.max_new_tokens)
         self.generate_calls += 1
         texts = []
-        for slot, ids in zip(slots, out.ids):
+        for slot, seq, ids in zip(slots, seqs, out.ids):
             self.sequences[slot] += list(ids) + self.transcripts[slot].closing_ids(ids)
-            texts.append(self.decode(ids))
+            texts.append(self.decode(ids, seq))
         return texts
 
 

@@ -42,12 +42,20 @@ Message = Mapping[str, Any]
 
 
 class ActionDecoder:
-    """A completion's ids as the text ``env.step`` reads: special tokens (end of turn, padding)
-    are dropped, except the ones that carry a tool call (Llama's ``<|python_tag|>``, Mistral's
-    ``[TOOL_CALLS]`` and ``[ARGS]``, :data:`~seal_envs.core.call_formats.CALL_MARKER_TOKENS`).
-    ``skip_special_tokens=True`` would drop those too, and the call would reach the env as bare
-    JSON, or as text that is no call at all. A tokenizer whose markers are not special tokens
-    (the tiny one, Qwen's ``<tool_call>``) decodes exactly as before."""
+    """A completion's ids as the action ``env.step`` reads.
+
+    A tokenizer that ships a ``response_template`` parses its own model's output (transformers'
+    ``parse_response``, given the prompt as ``prefix``): the action is the assistant message it
+    returns (``content`` and ``tool_calls``); output its template cannot parse goes to the env as
+    text, which labels it. Otherwise the action is the text, with special tokens (end of turn,
+    padding) dropped except the ones that carry a tool call (Llama's ``<|python_tag|>``,
+    Mistral's ``[TOOL_CALLS]`` and ``[ARGS]``,
+    :data:`~seal_envs.core.call_formats.CALL_MARKER_TOKENS`): ``skip_special_tokens=True`` would
+    drop those too, and the call would reach the env as bare JSON, or as text that is no call at
+    all. A tokenizer whose markers are not special tokens (the tiny one, Qwen's ``<tool_call>``)
+    decodes exactly as before."""
+
+    MESSAGE_KEYS = ("content", "tool_calls")
 
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
@@ -59,8 +67,21 @@ class ActionDecoder:
         markers = {vocab[t] for t in CALL_MARKER_TOKENS if t in vocab} & special
         self.drop = frozenset(special - markers)
         self.keeps_markers = bool(markers)
+        self.parses = bool(getattr(tokenizer, "response_template", None))  # the caller passes the prompt then
 
-    def __call__(self, ids: Sequence[int]) -> str:
+    def __call__(self, ids: Sequence[int], prefix: Sequence[int] | None = None) -> str | dict[str, Any]:
+        if prefix is not None and self.parses:
+            decode = self.tokenizer.decode
+            try:  # on text: control tokens in the template match as spelled
+                message = self.tokenizer.parse_response(decode(list(ids), skip_special_tokens=False),
+                                                        prefix=decode(list(prefix), skip_special_tokens=False))
+            except Exception:  # noqa: BLE001 - model output the template cannot parse: the env labels the text
+                message = None
+            if isinstance(message, dict):
+                return {"role": "assistant", **{k: message[k] for k in self.MESSAGE_KEYS if message.get(k) is not None}}
+        return self.text(ids)
+
+    def text(self, ids: Sequence[int]) -> str:
         if not self.keeps_markers:
             return self.tokenizer.decode(ids, skip_special_tokens=True)
         return self.tokenizer.decode([i for i in ids if i not in self.drop], skip_special_tokens=False)

@@ -241,7 +241,8 @@ class MultiTurnRollout:
         ids = new_ids if room is None else new_ids[:room]
         turn = res.num_turns
         self._append(res, ids, model=True, turn=turn, logprobs=logprobs)
-        _, reward, terminated, truncated, info = episode.env.step(self.decode(ids))
+        prefix = res.prompt_ids + res.completion_ids[:len(res.completion_ids) - len(ids)] if self.decode.parses else None
+        _, reward, terminated, truncated, info = episode.env.step(self.decode(ids, prefix))
         res.num_turns += 1
         res.reward, res.info = float(reward), info
         closing = episode.transcript.closing_ids(ids)

@@ -32,3 +32,37 @@ def test_decoding_keeps_the_special_tokens_that_carry_a_call():
         env.reset(seed=0)
         *_, info = env.step(decode(ids))
         assert info["tool_calls"] and info["tool_calls"][0]["name"] == name
+
+
+def test_a_tokenizer_with_a_response_template_parses_its_own_output():
+    """transformers' parse_response where the tokenizer ships a response_template: the env gets the
+    assistant message (content and tool_calls); output the template cannot parse goes as text."""
+    import gymnasium as gym
+
+    import seal_envs  # noqa: F401
+    from seal_trl.chat import ActionDecoder
+    from seal_trl.tiny import build_tiny_tokenizer
+
+    tok = build_tiny_tokenizer()
+    tok.response_template = {"version": 1, "start_anchor": "<|assistant|>", "fields": {
+        "content": {"content": "text"},
+        "tool_calls": {"open": "<tool_call>", "close": "</tool_call>", "content": "json", "repeats": True,
+                       "transform": {"type": "function", "function": "{content}"}},
+        "end": {"open": "<|end|>", "content": "text", "optional": True}}}
+    decode = ActionDecoder(tok)
+    env = gym.make("seal/ToolUse-Bank-v0")
+    _, info = env.reset(seed=0)
+    call = env.unwrapped.task.turns[0].plan[0]
+    prefix = tok.apply_chat_template(info["messages"], add_generation_prompt=True, tokenize=True)["input_ids"]
+
+    def ids(text):
+        return tok(text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+
+    good = f'Checking.<tool_call>{json.dumps({"name": call.name, "arguments": dict(call.arguments)})}</tool_call>'
+    message = decode(ids(good), prefix)
+    assert message == {"role": "assistant", "content": "Checking.", "tool_calls": [
+        {"type": "function", "function": {"name": call.name, "arguments": dict(call.arguments)}}]}
+    *_, info = env.step(message)
+    assert info["tool_calls"][0]["name"] == call.name and info["events"][0]["kind"] == "ok"
+    assert decode(ids('<tool_call>{"name": x</tool_call>'), prefix) == '<tool_call>{"name": x</tool_call>'
+    assert decode(ids(good)) == good  # no prompt given: the text, as before
