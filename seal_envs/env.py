@@ -40,7 +40,10 @@ the canonical surface; implied by test and ood), ``max_steps``, ``reward_mode``,
 ``diagnoser``, ``call_format`` (the tool-call format the system prompt and the format-error
 feedback ask for: ``"hermes"``, the default, ``"qwen3_coder"``, ``"llama3"``, ``"mistral"``,
 ``"function_tag"`` or ``"chat_template"``; every format is parsed whichever is asked for, see
-:mod:`seal_envs.core.call_formats`), ``render_mode`` ("ansi" or "human").
+:mod:`seal_envs.core.call_formats`), ``prompt_format`` (``"seal"``, the default, or
+``"qwen_fc"``: BFCL's Qwen function-calling prompt, with no system line of the env's own, so a
+Qwen chat template given ``info["tools"]``, or :func:`seal_envs.bfcl.prompt.qwen_fc_prompt`,
+renders exactly BFCL's prompt), ``render_mode`` ("ansi" or "human").
 
 ## Version History
 - v0: initial release.
@@ -64,6 +67,10 @@ from seal_envs.core.types import CallEvent, StepRecord, Task, canonical_json
 from seal_envs.core.verifier import EpisodeRecord
 from seal_envs.spaces import UnicodeText, sanitize
 from seal_envs.tasks import default_task_set
+
+#: ``seal``: the env's system line asks for the call format; ``qwen_fc``: BFCL's Qwen
+#: function-calling prompt (no line of the env's own; see :func:`seal_envs.bfcl.prompt.qwen_fc_prompt`).
+PROMPT_FORMATS = ("seal", "qwen_fc")
 
 INFO_KEYS = ("messages", "tools", "turn_index", "tool_calls", "tool_results", "events", "turn_label",
              "surface_version", "task_id", "domain", "difficulty")
@@ -162,7 +169,7 @@ class ToolUseEnv(gym.Env):
     def __init__(self, domains: Sequence[str] | None = None, split: str = "train", *, task_set=None,
                  evaluation: bool = False,
                  max_steps: int = 24, reward_mode: str = "binary", surface: Surface | str | None = None,
-                 diagnoser: Diagnoser | None = None, call_format: str = "hermes",
+                 diagnoser: Diagnoser | None = None, call_format: str = "hermes", prompt_format: str = "seal",
                  render_mode: str | None = None):
         if reward_mode not in ("binary", "progress"):
             raise ValueError(f"reward_mode must be 'binary' or 'progress', got {reward_mode!r}")
@@ -182,6 +189,9 @@ class ToolUseEnv(gym.Env):
         self.max_steps = max_steps
         self.reward_mode = reward_mode
         self.call_format = call_format_named(call_format)  # what the prompt and the feedback ask for
+        if prompt_format not in PROMPT_FORMATS:
+            raise ValueError(f"prompt_format must be one of {PROMPT_FORMATS}, got {prompt_format!r}")
+        self.prompt_format = prompt_format
         self.diagnoser = diagnoser
         self.render_mode = render_mode
         self.task_weights: np.ndarray | None = None
@@ -261,15 +271,19 @@ class ToolUseEnv(gym.Env):
         self.turn_results: list = []
         self.done = False
         system = self._system_text()
-        self.messages: list[dict] = [{"role": "system", "content": system},
+        self.messages: list[dict] = [*([{"role": "system", "content": system}] if system else []),
                                      {"role": "user", "content": task.turns[0].message}]
         self._last = 0
         info = self._info(label=None)
         return self._observation(), info
 
     def _system_text(self) -> str:
-        text = SYSTEM_PROMPT.format(domain=self.task.domain, call_instruction=self.call_format.instruction)
+        """The env's system line and the surface's notes; ``qwen_fc`` has no line of its own (the
+        chat template's tool block is the whole system prompt, as in BFCL's Qwen handler)."""
         notes = self.surface.render_system_notes(self.specs, self.available, self.backend.POLICIES)
+        if self.prompt_format == "qwen_fc":
+            return notes
+        text = SYSTEM_PROMPT.format(domain=self.task.domain, call_instruction=self.call_format.instruction)
         return f"{text}\n\n{notes}" if notes else text
 
     def step(self, action: Any):
