@@ -26,6 +26,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import gymnasium as gym
+
 from seal_envs.core.evolver import Count, EpisodeDiagnosis, Evolver, count_diagnoses
 from seal_envs.core.surface import CANONICAL, Surface, SurfacePatch
 
@@ -78,7 +80,7 @@ class CoEvolution:
     def apply(self, envs: Any) -> None:
         """Give the current surface (and curriculum weights) to an env, a Gymnasium vector env or
         an iterable of envs; evaluation envs (frozen canonical surface) are left as they are."""
-        if hasattr(envs, "num_envs") and hasattr(envs, "call"):  # a vector env: its copies may live in other processes
+        if isinstance(envs, gym.vector.VectorEnv):  # its copies may live in other processes
             frozen = envs.get_attr("evaluation")
             if all(frozen):
                 return
@@ -89,7 +91,7 @@ class CoEvolution:
             if self.curriculum and self.evolver.updates:
                 envs.call("set_task_weights", self._weights_for(envs.get_attr("task_set")[0]))
             return
-        for env in [envs] if hasattr(envs, "unwrapped") else envs:
+        for env in [envs] if isinstance(envs, gym.Env) else envs:
             base = env.unwrapped
             if base.surface.frozen:
                 continue

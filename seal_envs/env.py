@@ -286,6 +286,13 @@ class ToolUseEnv(gym.Env):
         text = SYSTEM_PROMPT.format(domain=self.task.domain, call_instruction=self.call_format.instruction)
         return f"{text}\n\n{notes}" if notes else text
 
+    def _feedback(self, event: CallEvent) -> str:
+        """What the agent reads about one event (a result, an error, format-error advice in the
+        format the prompt asks for): with ``_system_text`` and ``_rendered``, the only places the
+        surface is applied; nothing that executes, verifies or diagnoses sees it."""
+        return self.surface.render_event(event, self.specs, self.backend.POLICIES, self.available,
+                                         self.call_format.example)
+
     def step(self, action: Any):
         if self.task is None or self.done:
             raise RuntimeError("call reset() before step(), and again after the episode ends")
@@ -354,8 +361,7 @@ class ToolUseEnv(gym.Env):
             raw = _transcript_text(action)
             self.messages.append({"role": "assistant", "content": raw})
             event = CallEvent("format_error", message=str(e))
-            self.messages.append({"role": "user", "content": self.surface.render_event(
-                event, self.specs, self.backend.POLICIES, self.available, self.call_format.example)})
+            self.messages.append({"role": "user", "content": self._feedback(event)})
             return StepRecord(self.turn, raw, format_error=str(e))
         if parsed.text:
             self.turn_texts.append(parsed.text)
@@ -389,7 +395,7 @@ class ToolUseEnv(gym.Env):
                 self.record.violations.append((self.turn, event.rule or ""))
             events.append(event)
             self.turn_results.append(event.result if event.ok else None)
-            content = self.surface.render_event(event, self.specs, self.backend.POLICIES, self.available)
+            content = self._feedback(event)
             self.messages.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": content})
         return StepRecord(self.turn, text, tuple(calls), tuple(events), guessed_withheld=guessed)
 

@@ -109,3 +109,51 @@ def test_the_wheel_ships_no_notes():
                 for p in (ROOT / pkg.replace(".", "/")).glob(pattern)}
     assert shipped and not sorted(str(p.relative_to(ROOT)) for p in shipped if p.suffix == ".md")
     assert not sorted((ROOT / "seal_trl").rglob("*.md")) and not sorted((ROOT / "seal_envs").rglob("*.md"))
+
+
+# -- the surface is applied in one place (issue 17) ---------------------------------------------
+SURFACE_RENDERERS = {"render_event", "render_system_notes", "render_tools", "_rendered_tools"}
+SHOWING_METHODS = {"_feedback", "_system_text", "_rendered"}
+
+
+def test_the_env_applies_the_surface_in_its_showing_methods_only():
+    """Every call that renders through the surface sits in ToolUseEnv._feedback, _system_text or
+    _rendered: what the agent is shown, never what runs, is stored or is judged."""
+    tree = ast.parse((ROOT / "seal_envs" / "env.py").read_text())
+    env = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ToolUseEnv")
+    found = {}
+    for method in (n for n in env.body if isinstance(n, ast.FunctionDef)):
+        for node in ast.walk(method):
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if name in SURFACE_RENDERERS:
+                    found.setdefault(method.name, set()).add(name)
+    assert set(found) == SHOWING_METHODS, found
+
+
+def _closure(module: str) -> set[str]:
+    """The seal_envs modules ``module`` imports, directly or through others."""
+    seen, todo = set(), [module]
+    while todo:
+        name = todo.pop()
+        path = ROOT / (name.replace(".", "/") + ".py")
+        if name in seen or not path.is_file():
+            path = ROOT / name.replace(".", "/") / "__init__.py"
+            if name in seen or not path.is_file():
+                continue
+        seen.add(name)
+        todo += [n for n in imports(path, name if path.name == "__init__.py" else name.rsplit(".", 1)[0])
+                 if n.startswith("seal_envs")]
+    return seen
+
+
+JUDGES = ["seal_envs.core.backend", "seal_envs.core.verifier", "seal_envs.core.diagnosis", "seal_envs.core.official",
+          "seal_envs.core.calls", "seal_envs.core.validation", "seal_envs.bfcl.backend", "seal_envs.bfcl.checker",
+          *(f"seal_envs.domains.{p.parent.name}.backend" for p in sorted((ROOT / "seal_envs/domains").glob("*/backend.py")))]
+
+
+@pytest.mark.parametrize("module", JUDGES)
+def test_what_runs_and_judges_cannot_see_the_surface(module):
+    """Tools, their state, parsing, validation, verification and diagnosis import nothing that
+    holds a surface, so no patch can reach them."""
+    assert "seal_envs.core.surface" not in _closure(module) and "seal_envs.env" not in _closure(module)
