@@ -70,3 +70,24 @@ def cpu_args(tmp_path, **overrides):
     )
     base.update(overrides)
     return SEALConfig(**base)
+
+
+class RankPolicy(ScriptedPolicy):
+    """Rank 1 plays other behaviours than rank 0, so local diagnoses differ and only gathering agrees."""
+
+    def __init__(self, tokenizer, rank):
+        super().__init__(tokenizer)
+        self.rank = rank
+
+    def action(self, env):
+        self.positions.setdefault(id(env), len(self.positions) + 2 * self.rank)
+        return super().action(env)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now: the main process port of a multi-process test."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -16,19 +16,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from seal_helpers import free_port
 
 pytest.importorskip("accelerate")
 pytest.importorskip("trl")
 
 SCRIPT = Path(__file__).parent / "scripts" / "two_rank_train.py"
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.slow
@@ -40,7 +33,7 @@ def test_two_processes_agree_on_surface_and_evolver(tmp_path):
     failures = []
     for _ in range(2):  # one relaunch: seen once in ~10 runs on 2 loaded cores, a rank aborted (SIGABRT) at launch
         cmd = [launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
+               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(free_port()),
                str(SCRIPT), str(tmp_path)]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
         if proc.returncode == 0:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from seal_helpers import free_port
 
 yaml = pytest.importorskip("yaml")
 pytest.importorskip("accelerate")
@@ -72,14 +73,6 @@ def test_config_loads_and_validates_as_accelerate_launch_reads_it(name):
         assert raw["fsdp_config"]["fsdp_auto_wrap_policy"] == "TRANSFORMER_BASED_WRAP"
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_stock_trl_path_evolves_one_surface_on_two_processes(tmp_path):
     """``accelerate launch --config_file configs/accelerate/cpu_2proc.yaml``: an unmodified
@@ -94,7 +87,7 @@ def test_stock_trl_path_evolves_one_surface_on_two_processes(tmp_path):
     failures = []
     for _ in range(2):  # one relaunch, as in test_accelerate.py: a rank rarely aborts at launch on loaded cores
         cmd = [launcher, "launch", "--config_file", str(CONFIGS / "cpu_2proc.yaml"),
-               "--main_process_port", str(_free_port()), str(SCRIPT), str(tmp_path)]
+               "--main_process_port", str(free_port()), str(SCRIPT), str(tmp_path)]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
         if proc.returncode == 0:
             break

@@ -23,23 +23,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/seal_trl: the helpers
 
-from seal_helpers import ScriptedPolicy, small_model  # noqa: E402
+from seal_helpers import RankPolicy, small_model  # noqa: E402
 
 from seal_envs import CoEvolution  # noqa: E402
 from seal_trl.data import env_reward, make_dataset, make_rollout_func  # noqa: E402
 from seal_trl.tiny import build_tiny_tokenizer  # noqa: E402
-
-
-class RankPolicy(ScriptedPolicy):
-    """Rank 1 plays other behaviours than rank 0, so local diagnoses differ and only gathering agrees."""
-
-    def __init__(self, tokenizer, rank):
-        super().__init__(tokenizer)
-        self.rank = rank
-
-    def action(self, env):
-        self.positions.setdefault(id(env), len(self.positions) + 2 * self.rank)
-        return super().action(env)
 
 
 class LazyRollout:
