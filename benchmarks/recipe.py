@@ -52,6 +52,13 @@ VARIANTS: dict[str, list[str]] = {
     # third round: sub-goal reward to reach difficulty 4 (no sample ever passes it), and a slower step under KL
     "fresh_d2_4_progress_beta": ["--difficulties", "2,3,4", "--steps", "40", "--beta", "0.04", "--reward-mode", "progress"],
     "fresh_d2_3_beta_lr2e-4": ["--difficulties", "2,3", "--steps", "40", "--beta", "0.04", "--lr", "2e-4"],
+    # the efficacy arms on the working recipe (issue 13 item 4): `seal train`'s defaults plus one SEAL part each
+    "arm_grpo": [],
+    "arm_turn": ["--weighting", "turn"],
+    "arm_apatch": ["--weighting", "trajectory"],
+    "arm_evolution": ["--evolution"],
+    "arm_seal": ["--weighting", "turn", "--evolution"],
+    "arm_obslite": ["--surface", "observation_lite"],
 }
 
 
