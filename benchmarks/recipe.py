@@ -59,6 +59,10 @@ VARIANTS: dict[str, list[str]] = {
     "arm_evolution": ["--evolution"],
     "arm_seal": ["--weighting", "turn", "--evolution"],
     "arm_obslite": ["--surface", "observation_lite"],
+    # at the default thresholds (raise 0.3) no channel of this agent fires (worst scope 0.22): lower ones
+    "arm_evolution_t15": ["--evolution", "--set", "evolver_raise_threshold=0.15", "--set", "evolver_fade_threshold=0.05"],
+    "arm_seal_t15": ["--weighting", "turn", "--evolution", "--set", "evolver_raise_threshold=0.15",
+                     "--set", "evolver_fade_threshold=0.05"],
 }
 
 
