@@ -145,6 +145,32 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def paired(rows: list[dict], baseline: str) -> str:
+    """Each variant against ``baseline`` on the same held-out tasks and seeds: the mean of the
+    per-task differences in greedy success (1, 0 or -1 for each task of each shared seed) and two
+    standard errors of that mean. Pairing removes the task-to-task spread two independent
+    evaluations carry, so it resolves smaller differences."""
+    runs = {(r["variant"], r["seed"]): r["eval"]["after"] for r in rows}
+    lines = [f"| variant | seeds | paired tasks | change vs {baseline} (points) | 2 SE (paired) | tasks won / lost |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for variant in sorted({v for v, _ in runs} - {baseline}):
+        diffs, won, lost, seeds = [], 0, 0, 0
+        for (v, seed), after in sorted(runs.items()):
+            base = runs.get((baseline, seed))
+            if v != variant or base is None or base["tasks"] != after["tasks"]:
+                continue
+            seeds += 1
+            mine, theirs = set(after["passed_task_ids"]), set(base["passed_task_ids"])
+            won, lost = won + len(mine - theirs), lost + len(theirs - mine)
+            diffs += [1] * len(mine - theirs) + [-1] * len(theirs - mine) + [0] * (after["tasks"] - len(mine ^ theirs))
+        if not diffs:
+            continue
+        mean = sum(diffs) / len(diffs)
+        se = (sum((d - mean) ** 2 for d in diffs) / max(len(diffs) - 1, 1) / len(diffs)) ** 0.5
+        lines.append(f"| {variant} | {seeds} | {len(diffs)} | {100 * mean:+.1f} | {200 * se:.1f} | {won} / {lost} |")
+    return "\n".join(lines) + "\n"
+
+
 def plot(rows: list[dict], path: Path) -> None:
     try:
         from matplotlib.figure import Figure
@@ -181,6 +207,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--eval-tasks", type=int, default=200, help="held-out test tasks, greedy (default 200)")
     p.add_argument("--workers", type=int, default=1, help="runs at a time, one core each")
     p.add_argument("--report-only", action="store_true")
+    p.add_argument("--baseline", default=None, help="also compare every variant with this one, paired by task and seed")
     args = p.parse_args(argv)
     out = Path(args.out)
     if not args.report_only:
@@ -188,9 +215,10 @@ def main(argv: list[str] | None = None) -> None:
                 if not (run_dir(out, v, s) / EVALUATION_FILE).exists()]
         launch_all(todo, out, args.steps, args.eval_tasks, max(1, args.workers))
     rows = load_runs(out)
-    (out / "table.md").write_text(markdown(rows))
+    table = markdown(rows) + ("\n" + paired(rows, args.baseline) if args.baseline else "")
+    (out / "table.md").write_text(table)
     plot(rows, out / "recipe.png")
-    print(markdown(rows))
+    print(table)
 
 
 if __name__ == "__main__":
