@@ -91,3 +91,18 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def launch(cmd, env, attempts: int = 2):
+    """Run an ``accelerate launch`` command, relaunching once: on 2 loaded cores a rank rarely
+    aborts (SIGABRT) at launch. Fails with every attempt's output."""
+    import subprocess
+
+    failures = []
+    for _ in range(attempts):
+        proc = subprocess.run(cmd(), env=env, capture_output=True, text=True, timeout=300)
+        if proc.returncode == 0:
+            return proc
+        failures.append(proc.stdout[-2000:] + proc.stderr[-4000:])
+    raise AssertionError("\n---- next attempt ----\n".join(failures))
+
