@@ -3,8 +3,16 @@
 Every run is ``seal train`` itself (the shipped default agent, the bank env, greedy evaluation of
 the same held-out test tasks before and after), with one variant's flags on top of the recipe:
 
-    python -m benchmarks.recipe --variants recipe no_filter --seeds 0 1 2 --workers 2 --out runs/recipe
+    python -m benchmarks.recipe --variants recipe filter --seeds 0 1 2 --workers 2 --out runs/recipe
     python -m benchmarks.recipe --out runs/recipe --report-only     # table.md and recipe.png again
+
+``--study`` is the efficacy study on this recipe (issue 13): the SEAL arms in ``STUDY`` x seeds
+0-2, two at a time, paired against stock GRPO (about 1.5 hours on 2 cores); ``--quick`` is the
+same pipeline at 2 updates, 20 evaluation tasks and one seed (a few minutes), to check that it
+runs, not to measure:
+
+    python -m benchmarks.recipe --study --out runs/arms
+    python -m benchmarks.recipe --study --quick --out runs/arms-quick
 
 Runs are resumable (a run folder with ``evaluation.json`` is done and skipped). Each run uses one
 torch thread; ``--workers 2`` runs two at a time, each pinned to its own core when ``taskset``
@@ -64,6 +72,13 @@ VARIANTS: dict[str, list[str]] = {
     "arm_seal_t15": ["--weighting", "turn", "--evolution", "--set", "evolver_raise_threshold=0.15",
                      "--set", "evolver_fade_threshold=0.05"],
 }
+
+#: The efficacy study's arms: stock GRPO and one SEAL part each. The default-threshold evolution
+#: arms are left out: at this agent's failure rates nothing evolves, so they repeat arm_grpo and
+#: arm_turn bit for bit (docs/benchmarks.md).
+STUDY = ("arm_grpo", "arm_turn", "arm_apatch", "arm_evolution_t15", "arm_seal_t15", "arm_obslite")
+STUDY_SEEDS = (0, 1, 2)
+QUICK = {"seeds": (0,), "steps": 2, "eval_tasks": 20}
 
 
 def run_dir(out: Path, variant: str, seed: int) -> Path:
@@ -198,7 +213,7 @@ def plot(rows: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="runs/recipe")
     p.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=["recipe"])
@@ -208,7 +223,22 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--workers", type=int, default=1, help="runs at a time, one core each")
     p.add_argument("--report-only", action="store_true")
     p.add_argument("--baseline", default=None, help="also compare every variant with this one, paired by task and seed")
+    p.add_argument("--study", action="store_true",
+                   help=f"the efficacy study: variants {', '.join(STUDY)}, seeds 0-2, 2 workers, baseline arm_grpo")
+    p.add_argument("--quick", action="store_true", help="with --study: 2 updates, 20 evaluation tasks, seed 0")
     args = p.parse_args(argv)
+    if args.quick and not args.study:
+        p.error("--quick goes with --study")
+    if args.study:
+        args.variants, args.seeds, args.baseline = list(STUDY), list(STUDY_SEEDS), args.baseline or "arm_grpo"
+        args.workers = max(args.workers, 2)
+        if args.quick:
+            args.seeds, args.steps, args.eval_tasks = list(QUICK["seeds"]), QUICK["steps"], QUICK["eval_tasks"]
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     out = Path(args.out)
     if not args.report_only:
         todo = [(v, s) for v in args.variants for s in args.seeds

@@ -1,5 +1,7 @@
 """The recipe search's paired comparison: per-task differences on shared tasks and seeds."""
 
+from pathlib import Path
+
 from benchmarks.recipe import paired
 
 
@@ -16,3 +18,26 @@ def test_paired_counts_wins_and_losses_per_task_and_seed():
     # seed 0: won c and d, lost b -> +1 +1 -1 0; seed 1: 0 0 0 0 -> mean 1/8
     assert cells[:4] == ["arm", "2", "8", "+12.5"] and cells[5] == "2 / 1"
     assert float(cells[4]) > 0 and "| base |" not in table
+
+
+def test_study_runs_every_arm_over_three_seeds_paired_against_stock_grpo():
+    from benchmarks.recipe import STUDY, VARIANTS, command, parse_args
+
+    args = parse_args(["--study", "--out", "runs/x"])
+    assert args.variants == list(STUDY) and args.seeds == [0, 1, 2] and args.baseline == "arm_grpo"
+    assert args.workers == 2 and args.steps is None and args.eval_tasks == 200 and "arm_grpo" in STUDY
+    assert set(STUDY) <= set(VARIANTS)
+    quick = parse_args(["--study", "--quick"])
+    assert quick.variants == list(STUDY) and quick.seeds == [0] and (quick.steps, quick.eval_tasks) == (2, 20)
+    cmd = command(Path("runs/q"), "arm_turn", 0, quick.steps, quick.eval_tasks, None)
+    assert cmd[cmd.index("--steps") + 1] == "2" and cmd[cmd.index("--eval-tasks") + 1] == "20"
+    assert cmd[cmd.index("--weighting") + 1] == "turn"
+
+
+def test_quick_needs_study():
+    import pytest
+
+    from benchmarks.recipe import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--quick"])
