@@ -32,15 +32,12 @@ parse, and are schema violations (see :mod:`seal_envs.core.validation`).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .call_formats import CALL_FORMATS, CallSyntaxError, find_native_calls, parse_xml_function
 from .types import ToolCall
-
-_TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)(</tool_call>|$)", re.DOTALL)
 
 MAX_ACTION_CHARS = 8192
 MAX_CALLS = 64
@@ -271,13 +268,33 @@ def _raw_calls(raw: list[Any], where: str) -> tuple[ToolCall, ...]:
     return tuple(_call_from_obj(o, f"{where} call {i}" if len(raw) > 1 else where) for i, o in enumerate(raw))
 
 
+_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
+
+
+def _tool_call_blocks(action: str) -> tuple[list[str], bool, str]:
+    """The bodies of the ``<tool_call>`` blocks in order, whether a last block is left unclosed,
+    and the text outside the blocks. A ``str.find`` walk: the lazy regex it replaces tried every
+    character and was a third of parsing a call (issue 16)."""
+    bodies, outside, pos = [], [], 0
+    while True:
+        start = action.find(_OPEN, pos)
+        if start < 0:
+            outside.append(action[pos:])
+            return bodies, False, "".join(outside)
+        outside.append(action[pos:start])
+        end = action.find(_CLOSE, start + len(_OPEN))
+        if end < 0:
+            return bodies, True, "".join(outside)
+        bodies.append(action[start + len(_OPEN):end])
+        pos = end + len(_CLOSE)
+
+
 def _parse_text(action: str, schemas: Mapping[str, Mapping[str, Any]] | None = None) -> ParsedAction:
-    if "<tool_call>" in action:
+    if _OPEN in action:
         calls: list[ToolCall] = []
-        for i, m in enumerate(_TOOL_CALL_BLOCK.finditer(action)):
-            if not m.group(2):
-                raise FormatError(f"<tool_call> block {i} is not closed with </tool_call>")
-            body, where = m.group(1).strip(), f"<tool_call> block {i}"
+        bodies, unclosed, outside = _tool_call_blocks(action)
+        for i, raw_body in enumerate(bodies):
+            body, where = raw_body.strip(), f"<tool_call> block {i}"
             if body.startswith("<function="):  # Qwen3-Coder's XML inside the block
                 try:
                     calls.extend(_raw_calls(parse_xml_function(body, schemas), where))
@@ -287,8 +304,10 @@ def _parse_text(action: str, schemas: Mapping[str, Mapping[str, Any]] | None = N
                 calls.extend(_parse_json_calls(body, where))
             if len(calls) > MAX_CALLS:
                 break
-        text = _TOOL_CALL_BLOCK.sub("", action).strip()
-        return ParsedAction(check_calls(tuple(calls)), text)
+        else:
+            if unclosed:
+                raise FormatError(f"<tool_call> block {len(bodies)} is not closed with </tool_call>")
+        return ParsedAction(check_calls(tuple(calls)), outside.strip())
     if "</tool_call>" in action:
         raise FormatError("found </tool_call> without an opening <tool_call>")
     try:

@@ -138,3 +138,51 @@ def test_other_dicts_and_types_name_the_accepted_shapes(bad, fragment):
         parse_action(bad)
     if fragment.startswith(("neither", "got")):
         assert "a call dict" in str(e.value) and "assistant message dict" in str(e.value)
+
+
+def _blocks_by_regex(action: str):
+    """The lazy regex the block walk replaced (issue 16): the reference for its behaviour."""
+    import re
+
+    pattern = re.compile(r"<tool_call>(.*?)(</tool_call>|$)", re.DOTALL)
+    found = list(pattern.finditer(action))
+    unclosed = bool(found) and not found[-1].group(2)
+    bodies = [m.group(1) for m in (found[:-1] if unclosed else found)]
+    return bodies, unclosed, None if unclosed else pattern.sub("", action)
+
+
+def test_tool_call_blocks_split_text_as_the_old_regex_did():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from seal_envs.core.calls import _tool_call_blocks
+
+    pieces = st.sampled_from(["<tool_call>", "</tool_call>", "{}", " ", "\n", "a", "<tool", "call>", "</", "x\n"])
+
+    @settings(max_examples=400, deadline=None, derandomize=True)
+    @given(st.lists(pieces, max_size=12))
+    def check(parts):
+        action = "".join(parts)
+        bodies, unclosed, outside = _tool_call_blocks(action)
+        ref_bodies, ref_unclosed, ref_outside = _blocks_by_regex(action)
+        assert (bodies, unclosed) == (ref_bodies, ref_unclosed)
+        if not unclosed:
+            assert outside == ref_outside
+
+    check()
+
+
+@pytest.mark.parametrize("action, error", [
+    ('<tool_call>{"name": "a", "arguments": {}}</tool_call> <tool_call>{"name": "b"', "block 1 is not closed"),
+    ('<tool_call>{"name": "a", "arguments": {}}\n', "block 0 is not closed"),
+    ('<tool_call>{"name": "a", "arguments": </tool_call><tool_call>', "block 0"),  # the parse error comes first
+])
+def test_unclosed_and_broken_blocks_are_named_by_index(action, error):
+    with pytest.raises(FormatError, match=error):
+        parse_action(action)
+
+
+def test_text_around_blocks_is_kept_in_order():
+    parsed = parse_action('Sure. <tool_call>{"name": "a", "arguments": {}}</tool_call> Then <tool_call>'
+                          '{"name": "b", "arguments": {"x": 1}}</tool_call> done.')
+    assert [c.name for c in parsed.calls] == ["a", "b"] and parsed.text == "Sure.  Then  done."
