@@ -60,6 +60,10 @@ VARIANTS: dict[str, list[str]] = {
     # third round: sub-goal reward to reach difficulty 4 (no sample ever passes it), and a slower step under KL
     "fresh_d2_4_progress_beta": ["--difficulties", "2,3,4", "--steps", "40", "--beta", "0.04", "--reward-mode", "progress"],
     "fresh_d2_3_beta_lr2e-4": ["--difficulties", "2,3", "--steps", "40", "--beta", "0.04", "--lr", "2e-4"],
+    # fourth round: RL only on tasks that call the tool whose arguments the agent gets wrong (set_alert's
+    # channel: 16 of the 22 failing difficulty 2-3 test tasks)
+    "alert_40": ["--rl-tools", "set_alert", "--steps", "40"],
+    "alert_40_nokl": ["--rl-tools", "set_alert", "--steps", "40", "--beta", "0"],
     # the efficacy arms on the working recipe (issue 13 item 4): `seal train`'s defaults plus one SEAL part each
     "arm_grpo": [],
     "arm_turn": ["--weighting", "turn"],

@@ -43,6 +43,11 @@ non_negative_float = _number(lambda v: v >= 0, "a number >= 0")
 probability = _number(lambda v: 0 < v <= 1, "a number in (0, 1]")
 
 
+def _names(text: str) -> tuple[str, ...]:
+    """``a,b`` -> ``("a", "b")``; empty text -> ``()``."""
+    return tuple(name.strip() for name in str(text).split(",") if name.strip())
+
+
 def _difficulties(text: str) -> tuple[int, ...]:
     try:
         values = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
@@ -111,6 +116,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="fresh: new generated tasks that neither the warm start nor any split has seen; "
                         "train: the train split's 400 (sources without a generator, such as BFCL, always "
                         "use these) (default %(default)s)")
+    p.add_argument("--rl-tools", type=_names, default=_names(r["rl_tools"]),
+                   help="only RL tasks whose reference plan calls one of these tools, e.g. set_alert "
+                        "(a tool whose arguments the agent gets wrong); default: every task")
     p.add_argument("--reward-mode", default=r["reward_mode"], choices=["binary", "progress"],
                    help="binary: 1 when every check passed; progress: the fraction of user turns passed "
                         "(default %(default)s)")

@@ -21,7 +21,7 @@ RECIPE = {
     "model": "default", "env": "seal/ToolUse-Bank-v0", "steps": 16, "tasks_per_step": 8, "num_generations": 8,
     "lr": 5e-4, "temperature": 1.0, "beta": 0.04, "loss_type": "dapo", "num_iterations": 1,
     "difficulties": "2,3", "rl_tasks": "fresh", "reward_mode": "binary", "skip_uniform_tasks": 0, "resample_uniform_groups": 0,
-    "max_turns": 12, "max_new_tokens": 64, "eval_tasks": 100, "weighting": "none", "evolution": False,
+    "rl_tools": "", "max_turns": 12, "max_new_tokens": 64, "eval_tasks": 100, "weighting": "none", "evolution": False,
 }
 
 
@@ -87,28 +87,70 @@ def prepare_out(out: Path, overwrite: bool) -> Path:
 
 
 def rl_dataset(env_id: str, difficulties: tuple[int, ...] | None, env_kwargs: dict | None = None,
-               pool: str = "train", size: int = 400):
+               pool: str = "train", size: int = 400, tools: tuple[str, ...] = ()):
     """The RL tasks of the given difficulties (all of them for ``None``): the train split's
     (``pool="train"``), or ``size`` fresh train-phrasing tasks that no split and no warm-start step contains (``pool="fresh"``,
-    :func:`seal_envs.tasks.fresh_tasks`; only for sources that generate tasks)."""
-    from seal_envs.tasks import fresh_tasks
+    :func:`seal_envs.tasks.fresh_tasks`; only for sources that generate tasks). With ``tools``,
+    only tasks whose reference plan calls one of them: RL spent where a diagnosis found the
+    agent failing (a tool whose arguments it gets wrong), not on what it already does."""
     from seal_trl.data import make_dataset
 
     task_set = _train_task_set(env_id, env_kwargs)
-    generated = task_set.generated
+    check_tools(task_set, tools)
     if pool == "fresh":
-        if not generated:
+        if not task_set.generated:
             raise ValueError(f"{env_id} has a fixed task list, not a generator: fresh tasks need one "
                              "(use the train split's tasks: --rl-tasks train)")
-        tasks = fresh_tasks(size, task_set.domains, tuple(difficulties or ()) or (1, 2, 3, 4))
-        return make_dataset(env_id, "train", env_kwargs=env_kwargs, tasks=tasks)
+        return make_dataset(env_id, "train", env_kwargs=env_kwargs,
+                            tasks=_fresh_using(size, task_set.domains, tuple(difficulties or ()) or (1, 2, 3, 4), tools))
     if pool != "train":
         raise ValueError(f"pool must be 'train' or 'fresh', got {pool!r}")
     ds = make_dataset(env_id, "train", env_kwargs=env_kwargs)
-    if difficulties is None:
+    if difficulties is None and not tools:
         return ds
-    keep = set(difficulties)
-    return ds.filter(lambda row: task_set.slot(row["task_index"]).difficulty in keep)
+    keep = set(difficulties or (1, 2, 3, 4))
+    ds = ds.filter(lambda row: task_set.slot(row["task_index"]).difficulty in keep)
+    if tools:
+        ds = ds.filter(lambda row: _uses(task_set[row["task_index"]], tools))
+        if len(ds) == 0:
+            raise ValueError(f"no train task of difficulties {sorted(keep)} calls {', '.join(tools)}")
+    return ds
+
+
+def check_tools(task_set: Any, tools: tuple[str, ...]) -> None:
+    """Every name in ``tools`` is a tool of the generated domains' services: a typo is an error
+    before any model loads, not an empty dataset. (A fixed task list, such as BFCL's, is
+    checked by the filter: no task calling the names is an error there.)"""
+    if not tools or not task_set.generated:
+        return
+    from seal_envs.domains import GENERATORS
+
+    known = set().union(*(GENERATORS[d].backend.tool_specs() for d in task_set.domains))
+    unknown = sorted(set(tools) - known)
+    if unknown:
+        raise ValueError(f"--rl-tools: unknown tool(s) {', '.join(unknown)}; tools: {', '.join(sorted(known))}")
+
+
+def _uses(task: Any, tools: tuple[str, ...]) -> bool:
+    return any(call.name in tools for turn in task.turns for call in turn.plan)
+
+
+def _fresh_using(size: int, domains: tuple[str, ...], difficulties: tuple[int, ...], tools: tuple[str, ...]) -> list:
+    """``size`` fresh tasks (:func:`seal_envs.tasks.fresh_tasks`), only those calling one of
+    ``tools`` when given: seeds are walked in order, so the set is the same in every process."""
+    from seal_envs.tasks import FRESH_SEED, fresh_tasks
+
+    if not tools:
+        return fresh_tasks(size, domains, difficulties)
+    found, start = [], FRESH_SEED
+    for _ in range(50):
+        found += [t for t in fresh_tasks(size, domains, difficulties, start=start) if _uses(t, tools)]
+        start += size
+        if len(found) >= size:
+            return found[:size]
+    if not found:
+        raise ValueError(f"no generated task of difficulties {list(difficulties)} calls {', '.join(tools)}")
+    return found
 
 
 def rl_tasks(args: argparse.Namespace, log) -> Any:
@@ -118,7 +160,7 @@ def rl_tasks(args: argparse.Namespace, log) -> Any:
         log(f"[seal train] {args.env} has a fixed task list: RL uses its train split")
         pool = "train"
     size = max(400, 2 * args.steps * args.tasks_per_step)
-    return rl_dataset(args.env, args.difficulties, pool=pool, size=size)
+    return rl_dataset(args.env, args.difficulties, pool=pool, size=size, tools=tuple(getattr(args, "rl_tools", ()) or ()))
 
 
 def _train_task_set(env_id: str, env_kwargs: dict | None = None):
@@ -162,6 +204,8 @@ def run(args: argparse.Namespace) -> Path:
 
     if quiet:  # transformers' own bars too ("Loading weights" now, "Writing model shards" at the end)
         silence_library_bars()
+    log = print  # the results; --quiet turns off the bars only
+    dataset = rl_tasks(args, log)  # a bad task selection fails before the model loads
     model, tokenizer = load_model_and_tokenizer(args.model)
     if config.beta > 0 and not getattr(model.config, "_name_or_path", ""):
         # TRL loads the KL reference from the model's path; a model built in memory ('tiny') has
@@ -170,7 +214,6 @@ def run(args: argparse.Namespace) -> Path:
         model.save_pretrained(start_dir)
         tokenizer.save_pretrained(start_dir)
         model.config._name_or_path = str(start_dir)
-    log = print  # the results; --quiet turns off the bars only
     bar = lambda desc: progress_bar(desc, "episode", quiet)  # noqa: E731  (one bar per evaluation)
     log(f"[seal train] {args.model} on {args.env}: greedy evaluation on {args.eval_tasks} held-out test tasks")
     before = evaluate(model, tokenizer, args.env, args.eval_tasks, None, bar("eval before"))
@@ -179,7 +222,7 @@ def run(args: argparse.Namespace) -> Path:
             f"(by difficulty {before['by_difficulty']}); now {args.steps} GRPO steps")
     callback = run_folder_callback(out)
     trainer = SEALGRPOTrainer(model=model, args=config, processing_class=tokenizer, peft_config=lora_config(args),
-                              train_dataset=rl_tasks(args, log), callbacks=[callback])
+                              train_dataset=dataset, callbacks=[callback])
     callback.coevolution = trainer.seal_coevolution
     train_start = time.perf_counter()
     trainer.train()

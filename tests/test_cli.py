@@ -334,6 +334,7 @@ def _required(name):
     (["play", "seal/Nope-v0"], "seal envs"),
     (["play", "seal/ToolUse-Bank-v0", "--split", "test", "--index", "200"], "--index 200 is past the end"),
     (["train", "--env", "seal/Nope-v0", "--model", "does/not-exist"], "unknown environment id"),
+    (["train", "--rl-tools", "set_alrt", "--model", "does/not-exist"], "unknown tool(s) set_alrt"),
     (["show", "bank/train/3/2"], "did you mean bank/train/d3/2?"),
     (["report", "no/such/run"], "no/such/run"),
     (["warmstart", "--out", "/proc/seal-cannot-write", "--quiet"], "cannot write to --out"),

@@ -155,6 +155,27 @@ def test_rl_dataset_pools():
         rl_dataset("seal/ToolUse-Bank-v0", (2,), pool="test")
 
 
+def test_rl_tools_keep_only_tasks_that_call_them():
+    """``--rl-tools``: RL on the tasks that exercise a tool the agent gets wrong; the same seeds
+    every time, and a name no service has is an error, not an empty dataset."""
+    from seal_envs.tasks import task_from_id
+    from seal_trl.train import rl_dataset
+
+    fresh = rl_dataset("seal/ToolUse-Bank-v0", (2, 3), pool="fresh", size=30, tools=("set_alert",))
+    again = rl_dataset("seal/ToolUse-Bank-v0", (2, 3), pool="fresh", size=30, tools=("set_alert",))
+    assert len(fresh) == 30 and fresh["task_id"] == again["task_id"]
+    for task_id in fresh["task_id"]:
+        assert "set_alert" in {c.name for t in task_from_id(task_id).turns for c in t.plan}
+    every = rl_dataset("seal/ToolUse-Bank-v0", (2, 3), pool="fresh", size=30)
+    assert any("set_alert" not in {c.name for t in task_from_id(i).turns for c in t.plan} for i in every["task_id"])
+    train = rl_dataset("seal/ToolUse-Bank-v0", (2,), pool="train", tools=("freeze_card", "transfer"))
+    assert 0 < len(train) < 100
+    with pytest.raises(ValueError, match="unknown tool"):
+        rl_dataset("seal/ToolUse-Bank-v0", (2,), pool="fresh", size=5, tools=("set_alrt",))
+    with pytest.raises(ValueError, match="no train task"):
+        rl_dataset("seal/ToolUse-Bank-v0", (1,), pool="train", tools=("open_account",))
+
+
 def test_sources_without_a_generator_fall_back_to_the_train_split():
     import argparse
 
