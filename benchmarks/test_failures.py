@@ -28,3 +28,18 @@ def test_tally_names_the_wrong_argument_and_what_was_written():
     assert per_arg[("set_alert", "(never called)")] == 1
     assert not any(arg == "account_id" for _, arg in per_arg)  # the right values are not blamed
     assert "| set_alert | channel | 1 |" in markdown(failing, per_arg, written)
+
+
+def test_choice_scores_every_allowed_value_where_the_reference_writes_it():
+    from benchmarks.failures import choice_markdown, choice_probabilities
+    from seal_trl.tiny import load_model_and_tokenizer
+
+    model, tokenizer = load_model_and_tokenizer("default")
+    rows = choice_probabilities(model.eval(), tokenizer, "seal/ToolUse-Bank-v0", "test", 24, "set_alert", "channel")
+    assert rows and all(set(r["probabilities"]) == {"sms", "email", "push"} for r in rows)
+    assert all(abs(sum(r["probabilities"].values()) - 1) < 1e-6 and r["right"] in r["probabilities"] for r in rows)
+    assert f"{len(rows)} reference calls of set_alert" in choice_markdown(rows, "set_alert", "channel")
+    import pytest
+
+    with pytest.raises(ValueError, match="no enum"):
+        choice_probabilities(model, tokenizer, "seal/ToolUse-Bank-v0", "test", 24, "set_alert", "account_id")
