@@ -168,25 +168,30 @@ def paired(rows: list[dict], baseline: str) -> str:
     """Each variant against ``baseline`` on the same held-out tasks and seeds: the mean of the
     per-task differences in greedy success (1, 0 or -1 for each task of each shared seed) and two
     standard errors of that mean. Pairing removes the task-to-task spread two independent
-    evaluations carry, so it resolves smaller differences."""
+    evaluations carry, so it resolves smaller differences. That SE treats tasks as independent,
+    but the tasks of one seed share one training run; the change per seed is printed beside it,
+    since seeds are the replicates (one bad run moves a whole seed)."""
     runs = {(r["variant"], r["seed"]): r["eval"]["after"] for r in rows}
-    lines = [f"| variant | seeds | paired tasks | change vs {baseline} (points) | 2 SE (paired) | tasks won / lost |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [f"| variant | seeds | paired tasks | change vs {baseline} (points) | 2 SE (paired) | tasks won / lost "
+             "| change per seed (points) |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for variant in sorted({v for v, _ in runs} - {baseline}):
-        diffs, won, lost, seeds = [], 0, 0, 0
+        diffs, won, lost, per_seed = [], 0, 0, []
         for (v, seed), after in sorted(runs.items()):
             base = runs.get((baseline, seed))
             if v != variant or base is None or base["tasks"] != after["tasks"]:
                 continue
-            seeds += 1
             mine, theirs = set(after["passed_task_ids"]), set(base["passed_task_ids"])
             won, lost = won + len(mine - theirs), lost + len(theirs - mine)
             diffs += [1] * len(mine - theirs) + [-1] * len(theirs - mine) + [0] * (after["tasks"] - len(mine ^ theirs))
+            per_seed.append(100 * (len(mine) - len(theirs)) / after["tasks"])
         if not diffs:
             continue
         mean = sum(diffs) / len(diffs)
         se = (sum((d - mean) ** 2 for d in diffs) / max(len(diffs) - 1, 1) / len(diffs)) ** 0.5
-        lines.append(f"| {variant} | {seeds} | {len(diffs)} | {100 * mean:+.1f} | {200 * se:.1f} | {won} / {lost} |")
+        seeds_text = ", ".join(f"{d:+.1f}" for d in per_seed)
+        lines.append(f"| {variant} | {len(per_seed)} | {len(diffs)} | {100 * mean:+.1f} | {200 * se:.1f} | {won} / {lost} "
+                     f"| {seeds_text} |")
     return "\n".join(lines) + "\n"
 
 

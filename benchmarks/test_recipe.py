@@ -17,6 +17,7 @@ def test_paired_counts_wins_and_losses_per_task_and_seed():
     cells = [c.strip() for c in line.strip("|").split("|")]
     # seed 0: won c and d, lost b -> +1 +1 -1 0; seed 1: 0 0 0 0 -> mean 1/8
     assert cells[:4] == ["arm", "2", "8", "+12.5"] and cells[5] == "2 / 1"
+    assert cells[6] == "+25.0, +0.0"  # seed 0: 3 passed against 2 of 4 tasks; seed 1: equal
     assert float(cells[4]) > 0 and "| base |" not in table
 
 
