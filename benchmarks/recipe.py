@@ -33,7 +33,9 @@ from pathlib import Path
 
 from seal_envs.run_folder import EVALUATION_FILE, METRICS_FILE
 
-#: Flags on top of ``seal train``'s defaults (seal_trl.train.RECIPE).
+#: Flags on top of ``seal train``'s defaults (seal_trl.train.RECIPE) of the day each round ran:
+#: the defaults moved twice (16 updates and KL 0.04 after the second round; turn weighting after
+#: the efficacy arms), and docs/benchmarks.md states each round's. The arms spell their weighting.
 VARIANTS: dict[str, list[str]] = {
     "recipe": [],
     "filter": ["--skip-uniform-tasks", "8", "--resample-uniform-groups", "2"],
@@ -65,14 +67,15 @@ VARIANTS: dict[str, list[str]] = {
     "alert_40": ["--rl-tools", "set_alert", "--steps", "40"],
     "alert_40_nokl": ["--rl-tools", "set_alert", "--steps", "40", "--beta", "0"],
     # the efficacy arms on the working recipe (issue 13 item 4): `seal train`'s defaults plus one SEAL part each
-    "arm_grpo": [],
+    "arm_grpo": ["--weighting", "none"],
     "arm_turn": ["--weighting", "turn"],
     "arm_apatch": ["--weighting", "trajectory"],
-    "arm_evolution": ["--evolution"],
+    "arm_evolution": ["--weighting", "none", "--evolution"],
     "arm_seal": ["--weighting", "turn", "--evolution"],
-    "arm_obslite": ["--surface", "observation_lite"],
+    "arm_obslite": ["--weighting", "none", "--surface", "observation_lite"],
     # at the default thresholds (raise 0.3) no channel of this agent fires (worst scope 0.22): lower ones
-    "arm_evolution_t15": ["--evolution", "--set", "evolver_raise_threshold=0.15", "--set", "evolver_fade_threshold=0.05"],
+    "arm_evolution_t15": ["--weighting", "none", "--evolution", "--set", "evolver_raise_threshold=0.15",
+                          "--set", "evolver_fade_threshold=0.05"],
     "arm_seal_t15": ["--weighting", "turn", "--evolution", "--set", "evolver_raise_threshold=0.15",
                      "--set", "evolver_fade_threshold=0.05"],
 }

@@ -135,7 +135,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-tasks", type=non_negative_int, default=r["eval_tasks"],
                    help="held-out test tasks evaluated greedily before and after training (default %(default)s; 0: none)")
     p.add_argument("--weighting", default=r["weighting"], choices=["none", "trajectory", "turn"],
-                   help="SEAL's advantage reweighting from turn labels (default %(default)s: stock GRPO)")
+                   help="SEAL's advantage reweighting from turn labels (default %(default)s; none = stock GRPO)")
     p.add_argument("--evolution", action=argparse.BooleanOptionalAction, default=r["evolution"],
                    help="let the evolver change the training surface; evaluation stays canonical (default off)")
     p.add_argument("--surface", default="canonical", choices=["canonical", "observation_lite"],

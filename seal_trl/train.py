@@ -21,7 +21,7 @@ RECIPE = {
     "model": "default", "env": "seal/ToolUse-Bank-v0", "steps": 16, "tasks_per_step": 8, "num_generations": 8,
     "lr": 5e-4, "temperature": 1.0, "beta": 0.04, "loss_type": "dapo", "num_iterations": 1,
     "difficulties": "2,3", "rl_tasks": "fresh", "reward_mode": "binary", "skip_uniform_tasks": 0, "resample_uniform_groups": 0,
-    "rl_tools": "", "max_turns": 12, "max_new_tokens": 64, "eval_tasks": 100, "weighting": "none", "evolution": False,
+    "rl_tools": "", "max_turns": 12, "max_new_tokens": 64, "eval_tasks": 100, "weighting": "turn", "evolution": False,
 }
 
 
