@@ -66,6 +66,15 @@ VARIANTS: dict[str, list[str]] = {
     # channel: 16 of the 22 failing difficulty 2-3 test tasks)
     "alert_40": ["--rl-tools", "set_alert", "--steps", "40"],
     "alert_40_nokl": ["--rl-tools", "set_alert", "--steps", "40", "--beta", "0"],
+    # fifth round: the levers issue 13 lists that were not measured yet, one at a time on top of arm_grpo
+    # (stock GRPO on today's recipe), so each pairs with arm_grpo's run of the same seed
+    "lever_temp_0.7": ["--weighting", "none", "--temperature", "0.7"],
+    "lever_temp_1.3": ["--weighting", "none", "--temperature", "1.3"],
+    "lever_group_16": ["--weighting", "none", "--num-generations", "16", "--tasks-per-step", "4"],
+    "lever_loss_grpo": ["--weighting", "none", "--loss-type", "grpo"],
+    "lever_iters_2": ["--weighting", "none", "--num-iterations", "2"],
+    "lever_cosine_1e-3": ["--weighting", "none", "--lr", "1e-3", "--set", "lr_scheduler_type=cosine",
+                          "--set", "warmup_steps=2"],
     # the efficacy arms on the working recipe (issue 13 item 4): `seal train`'s defaults plus one SEAL part each
     "arm_grpo": ["--weighting", "none"],
     "arm_turn": ["--weighting", "turn"],
