@@ -153,7 +153,15 @@ class BankGenerator(DomainGenerator):
 
     def freeze(self, b: TaskBuilder, late: bool = False) -> None:
         cid, cust, _ = self._customer(b)
-        card = next(c for c, v in sorted(b.sim.state["cards"].items()) if v["owner"] == cid)
+        cards = sorted(b.sim.state["cards"].items())
+        owned = [c for c, v in cards if v["owner"] == cid]
+        if not owned:
+            # Two customers drew the same card number, so this one has none (seed 18157 at d4): the
+            # first card's owner asks instead. No rng draw, so every task that generated before is unchanged.
+            card, cid = cards[0][0], cards[0][1]["owner"]
+            cust = b.sim.state["customers"][cid]
+        else:
+            card = owned[0]
         plan = self._verify(b, cid) + [C("freeze_card", {"card_id": card})]
         msg = PHRASES.say(b.rng, b.split, "freeze", card=card)
         if plan[0].name == "verify_identity":
