@@ -1,7 +1,7 @@
 """Where GRPO can find a gradient: per task, do sampled episodes of a policy disagree?
 
-    python -m benchmarks.signal --model default --split test --samples 8 --temperature 1.0
-    python -m benchmarks.signal --model runs/seal-train/model --split train --samples 1 --temperature 0
+    python -m benchmarks.group_signal --model default --split test --samples 8 --temperature 1.0
+    python -m benchmarks.group_signal --model runs/seal-train/model --split train --samples 1 --temperature 0
 
 A GRPO group carries a gradient only when its rewards differ, so a task is useful to RL only
 when some samples pass and some fail. This plays every task of the first ``--limit`` of a split
