@@ -69,10 +69,8 @@ def tally(episodes: Iterable[dict]) -> tuple[int, Counter, dict[tuple[str, str],
         if ep["passed"]:
             continue
         failing += 1
-        task = task_from_id(ep["task_id"])
-        plan = [c for turn in task.turns for c in turn.plan]
         seen = set()
-        for tool, arg, value in differences(plan, agent_calls(ep["transcript"])):
+        for tool, arg, value in differences(task_from_id(ep["task_id"]).plan, agent_calls(ep["transcript"])):
             if (tool, arg) not in seen:
                 seen.add((tool, arg))
                 per_arg[(tool, arg)] += 1
@@ -100,10 +98,11 @@ def choice_probabilities(model: Any, tokenizer: Any, env_id: str, split: str, li
     from seal_envs.agents import OracleAgent
 
     env = gym.make(env_id, split=split).unwrapped
+    marker = f'"{arg}": "'
     rows = []
     for index in range(min(limit, len(env.task_set))):
         _, info = env.reset(options={"index": index})
-        plan = [c for turn in env.task.turns for c in turn.plan if c.name == tool]
+        plan = [c for c in env.task.plan if c.name == tool]
         if not plan:
             continue
         values = env.specs[tool].parameters["properties"][arg].get("enum")
@@ -112,7 +111,6 @@ def choice_probabilities(model: Any, tokenizer: Any, env_id: str, split: str, li
         agent, done = OracleAgent(), False
         while not done:
             action = agent.act(env, info)
-            marker = f'"{arg}": "'
             if isinstance(action, str) and f'"name": "{tool}"' in action and marker in action:
                 context = tokenizer.apply_chat_template(info["messages"], tools=info["tools"], tokenize=False,
                                                         add_generation_prompt=True)

@@ -14,8 +14,8 @@ def _transcript(calls):
 
 def test_tally_names_the_wrong_argument_and_what_was_written():
     task = next(t for t in (generate("bank", s, 2, "test") for s in range(100, 200))
-                if any(c.name == "set_alert" for turn in t.turns for c in turn.plan))
-    plan = [c for turn in task.turns for c in turn.plan]
+                if any(c.name == "set_alert" for c in t.plan))
+    plan = list(task.plan)
     wrong = [type(c)(c.name, {**c.arguments, "channel": "pager"}) if c.name == "set_alert" else c for c in plan]
     episodes = [
         {"task_id": task.task_id, "passed": True, "transcript": _transcript(plan)},      # passing: not read

@@ -132,7 +132,7 @@ def check_tools(task_set: Any, tools: tuple[str, ...]) -> None:
 
 
 def _uses(task: Any, tools: tuple[str, ...]) -> bool:
-    return any(call.name in tools for turn in task.turns for call in turn.plan)
+    return any(call.name in tools for call in task.plan)
 
 
 def _fresh_using(size: int, domains: tuple[str, ...], difficulties: tuple[int, ...], tools: tuple[str, ...]) -> list:

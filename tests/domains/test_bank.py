@@ -22,7 +22,7 @@ def test_a_customer_without_a_card_still_gives_a_solvable_task(seed, difficulty)
     state = GENERATORS["bank"].initial_state(rng_for("bank", "train", seed, f"d{difficulty}"))
     assert len({v["owner"] for v in state["cards"].values()}) < len(state["customers"])  # the case itself
     task = generate.__wrapped__("bank", seed, difficulty, "train")
-    frozen = [c.arguments["card_id"] for turn in task.turns for c in turn.plan if c.name == "freeze_card"]
+    frozen = [c.arguments["card_id"] for c in task.plan if c.name == "freeze_card"]
     assert all(card in state["cards"] for card in frozen)
     env = gym.make("seal/ToolUse-Bank-v0")
     reward, info, _ = run_episode(env, OracleAgent(), options={"task": task})
