@@ -49,7 +49,7 @@ def batch(tok, groups: int, generations: int, lo: int, hi: int, seed: int):
     prompts, completions = [], []
     for g in range(groups):
         _, info = env.reset(seed=1000 + g)
-        prompts.append(renderer.prompt_ids(info["messages"], info["tools"]))
+        prompts.append(renderer.prompt_ids(info["new_messages"], info["tools"]))
         completions.append([[rng.randrange(10, len(tok)) for _ in range(rng.randint(lo, hi))]
                             for _ in range(generations)])
     return prompts, completions
@@ -121,7 +121,7 @@ def trainer_steps(shared: bool, steps: int, out: str, seed: int = 0, warmstart: 
         save_strategy="no", logging_steps=1, disable_tqdm=True, learning_rate=5e-4, lr_scheduler_type="constant",
         max_steps=steps, seed=seed, beta=0.0, per_device_train_batch_size=64, num_generations=8, temperature=1.5,
         max_completion_length=4 * (64 + 96), env_id="seal/ToolUse-v0",
-        env_kwargs={"reward_mode": "progress", "domains": ("bank",)}, max_turns=4, max_new_tokens_per_turn=64,
+        env_kwargs={"reward_mode": "progress", "domains": ("bank",)}, max_episode_steps=4, max_new_tokens_per_step=64,
         evolver_min_episodes=8, shared_prefix_loss=shared)
     records: list[dict[str, float]] = []
     clock: dict[str, float] = {}

@@ -1,6 +1,6 @@
 """Three ways to generate a multi-turn rollout with the tiny model, side by side in one run.
 
-    python benchmarks/bench_rollout.py [--episodes 32] [--max-turns 4] [--max-new-tokens 32]
+    python benchmarks/bench_rollout.py [--episodes 32] [--max-episode-steps 4] [--max-new-tokens 32]
                                        [--repeat 1] [--threads 1]
 
 All three use :class:`seal_trl.rollout.MultiTurnRollout`, the same model (the offline tiny Llama
@@ -90,11 +90,11 @@ def child(a: argparse.Namespace) -> dict:
     model.generation_config.do_sample = False  # greedy: every mode sees the same policy
     fn = hf_generate_fn(model, tok) if a.child == "cached" else padded_generate_fn(model, tok)
     gen = Timed(fn)
-    rollout = MultiTurnRollout(tok, gen, max_turns=a.max_turns, max_new_tokens=a.max_new_tokens)
+    rollout = MultiTurnRollout(tok, gen, max_episode_steps=a.max_episode_steps, max_new_tokens=a.max_new_tokens)
     assert rollout.keyed == (a.child == "cached")
-    envs = [gym.make(a.env_id, max_steps=a.max_turns) for _ in range(a.episodes)]
+    envs = [gym.make(a.env_id, max_steps=a.max_episode_steps) for _ in range(a.episodes)]
     seeds = list(range(a.episodes))
-    MultiTurnRollout(tok, fn, max_turns=2, max_new_tokens=8).run(envs[:2], seeds[:2])  # warm-up
+    MultiTurnRollout(tok, fn, max_episode_steps=2, max_new_tokens=8).run(envs[:2], seeds[:2])  # warm-up
     before = rss_mib()
     runs = []
     for _ in range(a.repeat):
@@ -110,7 +110,7 @@ def child(a: argparse.Namespace) -> dict:
         runs.append({"wall": wall, "cpu": cpu, "gen_s": gen.seconds, "calls": gen.calls, "tokens": gen.tokens})
     return {"mode": a.child, "runs": runs, "rss_before_mib": before,
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "turns": sum(r.num_turns for r in results), "completions": [r.completion_ids for r in results],
+            "turns": sum(r.num_steps for r in results), "completions": [r.completion_ids for r in results],
             "prompt_tokens": [len(r.prompt_ids) for r in results],
             "engine": dict(fn.stats) if a.child == "cached" else None,
             "params": sum(p.numel() for p in model.parameters()), "threads": torch.get_num_threads(),
@@ -120,7 +120,7 @@ def child(a: argparse.Namespace) -> dict:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--episodes", type=int, default=32)
-    p.add_argument("--max-turns", type=int, default=4)
+    p.add_argument("--max-episode-steps", type=int, default=4)
     p.add_argument("--max-new-tokens", type=int, default=32, help="per turn")
     p.add_argument("--repeat", type=int, default=1, help="runs of each mode; medians reported")
     p.add_argument("--env-id", default="seal/ToolUse-v0")
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
         for mode in modes:
             out = os.path.join(tmp, f"{mode}.json")
             args = [sys.executable, __file__, "--child", mode, "--out", out, "--episodes", str(a.episodes),
-                    "--max-turns", str(a.max_turns), "--max-new-tokens", str(a.max_new_tokens),
+                    "--max-episode-steps", str(a.max_episode_steps), "--max-new-tokens", str(a.max_new_tokens),
                     "--repeat", str(a.repeat), "--env-id", a.env_id, "--seed", str(a.seed), "--threads", str(a.threads)]
             subprocess.run(args, check=True)
             with open(out) as f:
@@ -162,7 +162,7 @@ def report(a: argparse.Namespace, modes: list[str], res: dict[str, dict]) -> Non
 
     any_ = res[modes[0]]
     lens = any_["prompt_tokens"]
-    print(f"\nRollout of {a.episodes} episodes of {a.env_id}, max {a.max_turns} turns x {a.max_new_tokens} new tokens, "
+    print(f"\nRollout of {a.episodes} episodes of {a.env_id}, max {a.max_episode_steps} turns x {a.max_new_tokens} new tokens, "
           f"tiny Llama ({any_['params'] / 1e6:.2f} M), greedy; prompt tokens median {statistics.median(lens):.0f} "
           f"(min {min(lens)}, max {max(lens)}); median of {a.repeat}; {os.cpu_count()} CPU cores, {any_['threads']} "
           f"torch threads, Python {platform.python_version()}, torch {any_['torch']}, {date.today().isoformat()}\n")

@@ -28,7 +28,7 @@ def median_step(domain: str, episodes: int, lean: bool) -> float:
 
     env = gym.make("seal/ToolUse-v0", domains=(domain,)).unwrapped
     if lean:  # on this object only
-        env._info = lambda label: {"turn_label": {} if label is None else label.to_dict(), "turn_index": env.turn}
+        env._info = lambda label: {"step_label": {} if label is None else label.to_dict(), "user_turn": env.user_turn}
         saved, env_module.deep_copy = env_module.deep_copy, (lambda value: value)
     try:
         steps = []

@@ -13,7 +13,7 @@ the tokens). What differs is the trainer around them:
 - ``stock``: an unmodified ``trl.GRPOTrainer`` with ``seal_trl.make_rollout_func`` (the same
   ``MultiTurnRollout`` and env pool) and ``env_reward``;
 - ``seal-plain``: ``SEALGRPOTrainer`` with ``weighting="none"`` and ``evolution=False``;
-- ``seal-full``: ``SEALGRPOTrainer`` with ``weighting="turn"`` and ``evolution=True``
+- ``seal-full``: ``SEALGRPOTrainer`` with ``weighting="step"`` and ``evolution=True``
   (``evolver_min_episodes=1``, so the evolver can patch the surface from the first step on).
 
 Each variant runs ``--warmup + --steps`` optimizer steps per round with a fresh trainer, for
@@ -89,7 +89,7 @@ class ScriptedPolicy:
             return self.GIVE_UP
         if pos % 3 == 1 and not base.steps:
             return self.BROKEN
-        return self.agents[id(env)].act(env, {"turn_index": base.turn})
+        return self.agents[id(env)].act(env, {"user_turn": base.user_turn})
 
     def __call__(self, prompts, max_new_tokens):
         from seal_trl.rollout import Generation
@@ -135,7 +135,7 @@ def build(variant: str, a, tok, dataset, out: str, clock: Clock):
     if variant == "stock":
         # the rollout_func builds its MultiTurnRollout on its first call; the policy reads its envs then
         policy = ScriptedPolicy(tok, lambda: rollout_func.state["rollout"].current_envs)
-        rollout_func = make_rollout_func(a.env_id, max_turns=a.max_turns, max_new_tokens=a.max_new_tokens,
+        rollout_func = make_rollout_func(a.env_id, max_episode_steps=a.max_episode_steps, max_new_tokens=a.max_new_tokens,
                                          generate_fn=policy, tasks=dataset)
 
         def timed_rollout(prompts, trainer):
@@ -178,8 +178,8 @@ def build(variant: str, a, tok, dataset, out: str, clock: Clock):
             return clock.wrap("seal_log", super()._seal_log)(*args)
 
     full = variant == "seal-full"
-    args = SEALConfig(**common, env_id=a.env_id, max_turns=a.max_turns, max_new_tokens_per_turn=a.max_new_tokens,
-                      weighting="turn" if full else "none", evolution=full, evolver_min_episodes=1)
+    args = SEALConfig(**common, env_id=a.env_id, max_episode_steps=a.max_episode_steps, max_new_tokens_per_step=a.max_new_tokens,
+                      weighting="step" if full else "none", evolution=full, evolver_min_episodes=1)
     trainer = TimedSEAL(model=model, args=args, train_dataset=dataset, processing_class=tok,
                         generate_fn=ScriptedPolicy(tok, lambda: trainer.seal_rollout.current_envs),
                         callbacks=[StepClock()])
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--warmup", type=int, default=1, help="first steps of each run, not timed (env pool, caches)")
     p.add_argument("--batch", type=int, default=8, help="per_device_train_batch_size (= episodes per step)")
     p.add_argument("--generations", type=int, default=4, help="num_generations (episodes per task)")
-    p.add_argument("--max-turns", type=int, default=4)
+    p.add_argument("--max-episode-steps", type=int, default=4)
     p.add_argument("--max-new-tokens", type=int, default=64, help="per turn")
     p.add_argument("--max-completion-length", type=int, default=512, help="whole episode")
     p.add_argument("--hidden", type=int, default=32,
@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> None:
     tok = build_tiny_tokenizer()
     dataset = make_dataset(a.env_id, "train", num_rows=(a.warmup + a.steps) * a.batch // a.generations)
     print(f"{len(a.variants)} variants x {a.rounds} rounds x ({a.warmup} warm-up + {a.steps} timed) steps; batch "
-          f"{a.batch} episodes ({a.generations} per task), max {a.max_turns} turns x {a.max_new_tokens} tokens, "
+          f"{a.batch} episodes ({a.generations} per task), max {a.max_episode_steps} turns x {a.max_new_tokens} tokens, "
           f"completion <= {a.max_completion_length}; tiny Llama {a.hidden}x{a.layers}; "
           f"{torch.get_num_threads()} torch threads", flush=True)
     steps: dict[str, list[dict[str, float]]] = defaultdict(list)
@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> None:
     base = results.get("stock")
     n = len(steps[a.variants[0]])
     print(f"\nTrainer step with scripted generation: median of {n} timed steps per variant ({a.rounds} rounds x "
-          f"{a.steps}); batch {a.batch} episodes, {a.generations} per task, max {a.max_turns} turns; tiny Llama "
+          f"{a.steps}); batch {a.batch} episodes, {a.generations} per task, max {a.max_episode_steps} turns; tiny Llama "
           f"{a.hidden}x{a.layers}; {os.cpu_count()} CPU cores, {torch.get_num_threads()} torch threads, Python "
           f"{platform.python_version()}, torch {torch.__version__}, {date.today().isoformat()}\n")
     print("| variant | step wall (s) | min / max (s) | ratio to stock | step CPU (s) | CPU ratio to stock "

@@ -112,7 +112,7 @@ def choice_probabilities(model: Any, tokenizer: Any, env_id: str, split: str, li
         while not done:
             action = agent.act(env, info)
             if isinstance(action, str) and f'"name": "{tool}"' in action and marker in action:
-                context = tokenizer.apply_chat_template(info["messages"], tools=info["tools"], tokenize=False,
+                context = tokenizer.apply_chat_template(env.messages, tools=env.tools, tokenize=False,
                                                         add_generation_prompt=True)
                 head = context + action[:action.index(marker) + len(marker)]
                 prefix = tokenizer(head, add_special_tokens=False)["input_ids"]

@@ -52,8 +52,8 @@ class OracleAgent:
 
     def act(self, env: gym.Env, info: dict) -> str:
         task = env.unwrapped.task
-        if info["turn_index"] != self._turn:
-            self._turn = info["turn_index"]
+        if info["user_turn"] != self._turn:
+            self._turn = info["user_turn"]
             planned = self.plan_turn(task, self._turn)
             self._queue = self.mutate(planned, self._turn, task) if self.mutate else planned
         if not self._queue:
@@ -69,8 +69,10 @@ class RandomAgent:
         self.rng = random.Random(seed)
         self.answer_prob = answer_prob
 
+        self.tools: list = []
+
     def reset(self) -> None:
-        pass
+        self.tools = []
 
     def _value(self, prop: dict) -> Any:
         if "enum" in prop:
@@ -78,8 +80,14 @@ class RandomAgent:
         return {"integer": self.rng.randint(0, 100), "number": round(self.rng.uniform(0, 1000), 2),
                 "boolean": self.rng.random() < 0.5, "array": []}.get(prop.get("type"), f"x{self.rng.randint(0, 99)}")
 
-    def act(self, env: gym.Env, info: dict) -> str:
-        tools = info["tools"]
+    def act(self, env: gym.Env | None, info: dict) -> str:
+        """``info`` carries ``tools`` when the list changes (:class:`~seal_envs.env.ToolUseEnv`),
+        so the agent keeps the last one it saw; ``env`` may be ``None`` (a vector env's copy)."""
+        if "tools" in info:
+            self.tools = info["tools"]
+        elif env is not None:
+            self.tools = env.unwrapped.tools
+        tools = self.tools
         if not tools or self.rng.random() < self.answer_prob:
             return "I am not sure."
         fn = self.rng.choice(tools)["function"]

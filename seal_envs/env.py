@@ -26,12 +26,19 @@ Terminated after the agent ends the last user turn. Truncated after ``max_steps`
 verifier and the diagnoser still run, so the reward is never missing.
 
 ## Information
-Every step: ``messages``, ``tools``, ``turn_index``, ``tool_calls``, ``tool_results``, ``events``,
-``turn_label`` (``{}`` until the first action: a dict at every step, so Gymnasium's vector envs
-can merge the infos of copies that are out of phase), ``surface_version``, ``task_id``,
-``domain``, ``difficulty``. At the episode end
-also ``verification``, ``turn_labels`` (one per action taken), ``official_tags`` (the official
-SEAL tag of every user turn, see :mod:`seal_envs.core.official`) and ``official_progress``.
+Every step says what changed: ``new_messages`` (the messages this step added: the action, tool
+results, the user's reply; at reset the system prompt and the first user message),
+``user_turn``, ``tool_calls``, ``tool_results``, ``events``, ``step_label`` (``{}`` until the
+first action: a dict at every step, so Gymnasium's vector envs can merge the infos of copies
+that are out of phase), ``surface_version``, ``task_id``, ``domain``, ``difficulty``; and
+``tools`` only when the tool list shown changed (at reset, when a user turn brings new tools,
+under a new surface). The final info carries the whole episode: ``verdict``, ``step_labels``
+(one per action taken), ``official_turn_tags`` (the official SEAL tag of every user turn, see
+:mod:`seal_envs.core.official`), ``official_progress``, ``messages`` (the whole conversation)
+and ``tools``. Every info is fresh plain data, the caller's to keep or change. At any step
+``env.unwrapped.messages`` and ``env.unwrapped.tools`` are the conversation and the tools so
+far as shared, read-only values (:mod:`seal_envs.core.frozen`): reading them copies nothing,
+and no reader can change what another sees.
 
 ## Arguments
 ``domains`` (default: the training mixture), ``split`` (train, test, ood), ``evaluation`` (freeze
@@ -58,13 +65,15 @@ import gymnasium as gym
 import numpy as np
 
 from seal_envs.core.calls import MAX_ACTION_CHARS, FormatError, action_text
-from seal_envs.core.datacopy import Snapshot, deep_copy
+from seal_envs.core.datacopy import deep_copy
+from seal_envs.core.frozen import FrozenDict, freeze, thaw
 from seal_envs.core.diagnosis import Diagnoser, diagnose, immediate_label
 from seal_envs.core.official import official_score
 from seal_envs.core.call_formats import call_format as call_format_named
 from seal_envs.core.surface import CANONICAL, FrozenSurfaceError, Surface, SurfacePatch, surface_preset
 from seal_envs.core.types import CallEvent, StepRecord, Task, canonical_json
 from seal_envs.core.verifier import EpisodeRecord
+from seal_envs.episode import Episode, message
 from seal_envs.spaces import UnicodeText, sanitize
 from seal_envs.tasks import default_task_set
 
@@ -72,9 +81,13 @@ from seal_envs.tasks import default_task_set
 #: function-calling prompt (no line of the env's own; see :func:`seal_envs.bfcl.prompt.qwen_fc_prompt`).
 PROMPT_FORMATS = ("seal", "qwen_fc")
 
-INFO_KEYS = ("messages", "tools", "turn_index", "tool_calls", "tool_results", "events", "turn_label",
+#: Every info: what this step changed and where the episode stands.
+INFO_KEYS = ("new_messages", "user_turn", "tool_calls", "tool_results", "events", "step_label",
              "surface_version", "task_id", "domain", "difficulty")
-END_INFO_KEYS = ("verification", "turn_labels", "official_tags", "official_progress")
+#: Only when the tool list shown changed (at reset, when a user turn brings tools, after a new surface).
+CHANGED_INFO_KEYS = ("tools",)
+#: The final info: the whole episode.
+END_INFO_KEYS = ("verdict", "step_labels", "official_turn_tags", "official_progress", "messages", "tools")
 
 SYSTEM_PROMPT = (
     "You are a careful {domain} assistant. Use the tools to do what the user asks. "
@@ -106,17 +119,6 @@ def _mentions(arguments: Any, value: Any) -> bool:
     return False
 
 
-def _copy_message(message: dict) -> dict:
-    """A fresh copy of one transcript message (the caller may change it; the env must not see
-    that). Messages hold only strings and, for calls, a list of small dicts: their values are
-    immutable, so copying the containers is a full copy, at a fraction of a JSON round trip."""
-    out = dict(message)
-    calls = out.get("tool_calls")
-    if calls is not None:
-        out["tool_calls"] = [{**c, "function": dict(c["function"])} for c in calls]
-    return out
-
-
 class _RenderedTools:
     """The tools one surface shows for one set of tool specs: the JSON lines of the first
     observation and the list that every ``info["tools"]`` gets a fresh copy of. Immutable,
@@ -126,7 +128,7 @@ class _RenderedTools:
 
     def __init__(self, tools: list[dict], keep: tuple):
         self.lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
-        self.data = Snapshot(json.loads(json.dumps(tools)))  # plain JSON values, as info always had
+        self.data = freeze(json.loads(json.dumps(tools)))  # plain JSON values, shared read-only
         self.keep = keep  # the specs and policies the key names by id, kept alive with it
 
 
@@ -197,7 +199,8 @@ class ToolUseEnv(gym.Env):
         self.task_weights: np.ndarray | None = None
         self.observation_space = UnicodeText(self.MAX_OBS)
         self.action_space = UnicodeText(8192)
-        self.task: Task | None = None
+        self._episode: Episode | None = None
+        self._tools_memo: tuple | None = None
 
     # -- the diagnosis API ---------------------------------------------------------------
     @property
@@ -256,70 +259,112 @@ class ToolUseEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         task = self._pick_task(options or {})
-        self.task = task
-        self.backend_cls = self.task_set.backend_for(task)
-        self.backend = self.backend_cls(task.initial_state)
-        self.specs = self.backend.tool_specs()
-        self._parse = self.backend.parse_action  # a backend may read more syntax (BFCL's Python calls)
-        self.available = set(self.specs) - set(task.hidden_tools) | set(task.turns[0].new_tools)
-        self.turn = 0
-        self.revealed = False
-        self.steps: list[StepRecord] = []
-        self.immediate_labels: list = []
-        self.record = EpisodeRecord()
-        self.turn_texts: list[str] = []
-        self.turn_results: list = []
-        self.done = False
+        backend = self.task_set.backend_for(task)(task.initial_state)
+        specs = backend.tool_specs()
+        self._episode = ep = Episode(
+            task, backend, specs, backend.parse_action,  # a backend may read more syntax (BFCL's Python calls)
+            available=set(specs) - set(task.hidden_tools) | set(task.turns[0].new_tools))
         system = self._system_text()
-        self.messages: list[dict] = [*([{"role": "system", "content": system}] if system else []),
-                                     {"role": "user", "content": task.turns[0].message}]
-        self._last = 0
-        info = self._info(label=None)
-        return self._observation(), info
+        ep.add(*([message("system", system)] if system else []), message("user", task.turns[0].message))
+        return self._observation(), self._info(label=None)
+
+    # -- the running episode, read-only ----------------------------------------------------
+    @property
+    def task(self) -> Task | None:
+        return self._episode.task if self._episode is not None else None
+
+    @property
+    def backend(self):
+        return self._episode.backend
+
+    @property
+    def specs(self) -> Mapping[str, Any]:
+        return self._episode.specs
+
+    @property
+    def available(self) -> frozenset[str]:
+        return frozenset(self._episode.available)
+
+    @property
+    def user_turn(self) -> int:
+        return self._episode.user_turn
+
+    @property
+    def steps(self) -> tuple[StepRecord, ...]:
+        return tuple(self._episode.steps)
+
+    @property
+    def record(self) -> EpisodeRecord:
+        return self._episode.record
+
+    @property
+    def done(self) -> bool:
+        return self._episode is None or self._episode.done
+
+    @property
+    def verdict(self):
+        return self._episode.verdict
+
+    @property
+    def labels(self):
+        return self._episode.labels
+
+    @property
+    def messages(self) -> tuple[Mapping[str, Any], ...]:
+        """The whole conversation so far: shared, read-only messages (``thaw`` for a copy)."""
+        return self._episode.conversation() if self._episode is not None else ()
+
+    @property
+    def tools(self) -> tuple[Mapping[str, Any], ...]:
+        """The tools as the surface shows them now: shared and read-only."""
+        return self._rendered().data
 
     def _system_text(self) -> str:
         """The env's system line and the surface's notes; ``qwen_fc`` has no line of its own (the
         chat template's tool block is the whole system prompt, as in BFCL's Qwen handler)."""
-        notes = self.surface.render_system_notes(self.specs, self.available, self.backend.POLICIES)
+        ep = self._episode
+        notes = self.surface.render_system_notes(ep.specs, ep.available, ep.backend.POLICIES)
         if self.prompt_format == "qwen_fc":
             return notes
-        text = SYSTEM_PROMPT.format(domain=self.task.domain, call_instruction=self.call_format.instruction)
+        text = SYSTEM_PROMPT.format(domain=ep.task.domain, call_instruction=self.call_format.instruction)
         return f"{text}\n\n{notes}" if notes else text
 
     def _feedback(self, event: CallEvent) -> str:
         """What the agent reads about one event (a result, an error, format-error advice in the
         format the prompt asks for): with ``_system_text`` and ``_rendered``, the only places the
         surface is applied; nothing that executes, verifies or diagnoses sees it."""
-        return self.surface.render_event(event, self.specs, self.backend.POLICIES, self.available,
+        ep = self._episode
+        return self.surface.render_event(event, ep.specs, ep.backend.POLICIES, ep.available,
                                          self.call_format.example)
 
     def step(self, action: Any):
-        if self.task is None or self.done:
+        if self.done:
             raise RuntimeError("call reset() before step(), and again after the episode ends")
-        saved = self._bookkeeping()
+        saved = self._episode.checkpoint()
         try:
             return self._step(action)
         except BaseException:
-            self._restore(saved)
+            self._episode = saved  # the episode as it was before the action
             raise
 
     def _step(self, action: Any):
+        ep = self._episode
         record = self._act(action)
-        self.steps.append(record)
-        label = immediate_label(record, self.steps[:-1])
-        self.immediate_labels.append(label)  # diagnosis at the end reuses them
-        terminated = self.done
-        truncated = not terminated and len(self.steps) >= self.max_steps
+        ep.steps.append(record)
+        label = immediate_label(record, ep.steps[:-1])
+        ep.immediate_labels.append(label)  # diagnosis at the end reuses them
+        terminated = ep.done
+        truncated = not terminated and len(ep.steps) >= self.max_steps
         if truncated:
             self._close_turn()
         reward, extra = 0.0, {}
         if terminated or truncated:
-            self.done = True
+            ep.done = True
             reward, extra = self._finish(truncated)
         info = self._info(label) | extra
         info["tool_calls"] = [c.to_dict() for c in record.calls]
-        # one copy of both, so that, as ever, a result in tool_results is the one in events,
-        # but neither is the object the episode record keeps
+        # one copy of both, so that a result in tool_results is the one in events, but neither
+        # is the object the episode record keeps
         info["tool_results"], info["events"] = deep_copy(([e.result for e in record.events if e.ok],
                                                           [e.to_dict() for e in record.events]))
         return self._observation(), reward, terminated, truncated, info
@@ -327,108 +372,94 @@ class ToolUseEnv(gym.Env):
     def force_end(self) -> tuple[float, dict]:
         """End the running episode now, as the step budget would: a trainer whose token budget
         ran out calls this so the episode is still verified and diagnosed."""
-        if self.task is None or self.done:
+        if self.done:
             raise RuntimeError("no running episode to end")
         self._close_turn()
-        self.done = True
+        self._episode.done = True
         reward, extra = self._finish(truncated=True)
         return reward, self._info(None) | extra
 
     # -- one action ----------------------------------------------------------------------
-    def _bookkeeping(self) -> tuple:
-        """What one action may change besides the backend (whose failed calls restore
-        themselves): cheap enough to take before every step."""
-        r = self.record
-        return (len(self.steps), len(self.messages), self._last, self.turn, self.revealed, set(self.available), self.done,
-                list(self.turn_texts), list(self.turn_results), len(r.turn_states), len(r.turn_answers),
-                len(r.turn_results), len(r.violations), set(r.guessed_withheld), len(self.immediate_labels))
-
-    def _restore(self, saved: tuple) -> None:
-        """Undo a step that raised, so the episode is as it was before the action."""
-        (n_steps, n_messages, self._last, self.turn, self.revealed, self.available, self.done, self.turn_texts,
-         self.turn_results, n_states, n_answers, n_results, n_violations, guessed, n_labels) = saved
-        r = self.record
-        del self.steps[n_steps:], self.messages[n_messages:], r.turn_states[n_states:], r.turn_answers[n_answers:]
-        del self.immediate_labels[n_labels:]
-        del r.turn_results[n_results:], r.violations[n_violations:]
-        r.guessed_withheld = guessed
-
     def _act(self, action: Any) -> StepRecord:
+        ep = self._episode
         try:
             raw = action_text(action)
-            parsed = self._parse(action)
+            parsed = ep.parse(action)
         except FormatError as e:
             raw = _transcript_text(action)
-            self.messages.append({"role": "assistant", "content": raw})
             event = CallEvent("format_error", message=str(e))
-            self.messages.append({"role": "user", "content": self._feedback(event)})
-            return StepRecord(self.turn, raw, format_error=str(e))
+            ep.add(message("assistant", raw), message("user", self._feedback(event)))
+            return StepRecord(ep.user_turn, raw, format_error=str(e))
         if parsed.text:
-            self.turn_texts.append(parsed.text)
+            ep.turn_texts.append(parsed.text)
         if parsed.calls:
             return self._run_calls(parsed.text, parsed.calls)
-        self.messages.append({"role": "assistant", "content": parsed.text})
-        withheld = self.task.turns[self.turn].withheld
-        if withheld is not None and not self.revealed:
-            self.revealed = True
-            self.messages.append({"role": "user", "content": withheld.reply})
-            return StepRecord(self.turn, parsed.text, asked_withheld=True)
-        turn = self.turn
+        ep.add(message("assistant", parsed.text))
+        withheld = ep.task.turns[ep.user_turn].withheld
+        if withheld is not None and not ep.revealed:
+            ep.revealed = True
+            ep.add(message("user", withheld.reply))
+            return StepRecord(ep.user_turn, parsed.text, asked_withheld=True)
+        turn = ep.user_turn
         self._close_turn()
         return StepRecord(turn, parsed.text, ends_turn=True)
 
     def _run_calls(self, text: str, calls) -> StepRecord:
-        withheld = self.task.turns[self.turn].withheld
-        guessed = withheld is not None and not self.revealed and any(
+        ep = self._episode
+        withheld = ep.task.turns[ep.user_turn].withheld
+        guessed = withheld is not None and not ep.revealed and any(
             withheld.param in c.arguments and _mentions(c.arguments[withheld.param], withheld.value) for c in calls)
         if guessed:
-            self.record.guessed_withheld.add(self.turn)
-        ids = [f"call_{len(self.steps)}_{i}" for i in range(len(calls))]
-        self.messages.append({"role": "assistant", "content": text, "tool_calls": [
-            {"id": ids[i], "type": "function",
-             "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments), ensure_ascii=False)}}
-            for i, c in enumerate(calls)]})
+            ep.record.guessed_withheld.add(ep.user_turn)
+        ids = [f"call_{len(ep.steps)}_{i}" for i in range(len(calls))]
+        ep.add(message("assistant", text, tool_calls=tuple(
+            FrozenDict(id=ids[i], type="function", function=FrozenDict(
+                name=c.name, arguments=json.dumps(dict(c.arguments), ensure_ascii=False)))
+            for i, c in enumerate(calls))))
         events = []
         for call_id, call in zip(ids, calls):
-            event = self.backend.execute(call, self.available)
+            event = ep.backend.execute(call, ep.available)
             if event.kind == "policy_violation":
-                self.record.violations.append((self.turn, event.rule or ""))
+                ep.record.violations.append((ep.user_turn, event.rule or ""))
             events.append(event)
-            self.turn_results.append(event.result if event.ok else None)
-            content = self._feedback(event)
-            self.messages.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": content})
-        return StepRecord(self.turn, text, tuple(calls), tuple(events), guessed_withheld=guessed)
+            ep.turn_results.append(event.result if event.ok else None)
+            ep.add(message("tool", self._feedback(event), tool_call_id=call_id, name=call.name))
+        return StepRecord(ep.user_turn, text, tuple(calls), tuple(events), guessed_withheld=guessed)
 
     def _close_turn(self) -> None:
         """Record the state and answer of the current user turn and send the next one."""
-        self.record.turn_states.append(self.backend.comparable_state())
-        self.record.turn_answers.append("\n".join(self.turn_texts))
-        self.record.turn_results.append(self.turn_results)
-        self.turn_texts, self.turn_results = [], []
-        if self.turn + 1 >= len(self.task.turns):
-            self.done = True
+        ep = self._episode
+        ep.record.turn_states.append(ep.backend.comparable_state())
+        ep.record.turn_answers.append("\n".join(ep.turn_texts))
+        ep.record.turn_results.append(ep.turn_results)
+        ep.turn_texts, ep.turn_results = [], []
+        if ep.user_turn + 1 >= len(ep.task.turns):
+            ep.done = True
             return
-        self.turn += 1
-        self.revealed = False
-        nxt = self.task.turns[self.turn]
-        self.available |= set(nxt.new_tools)
-        self.messages.append({"role": "user", "content": nxt.message})
+        ep.user_turn += 1
+        ep.revealed = False
+        nxt = ep.task.turns[ep.user_turn]
+        ep.available |= set(nxt.new_tools)
+        ep.add(message("user", nxt.message))
 
     def _finish(self, truncated: bool) -> tuple[float, dict]:
-        verdict = self.task_set.verify(self.task, self.record)
+        ep = self._episode
+        verdict = self.task_set.verify(ep.task, ep.record)
         diagnose_fn = self.diagnoser or (lambda t, s, v, sp: diagnose(t, s, v, sp, truncated=truncated,
-                                                                     immediate=self.immediate_labels))
-        labels = diagnose_fn(self.task, self.steps, verdict, self.specs)
+                                                                     immediate=ep.immediate_labels))
+        labels = diagnose_fn(ep.task, ep.steps, verdict, ep.specs)
         reward = float(verdict.passed) if self.reward_mode == "binary" else float(verdict.progress)
-        self.verdict, self.labels = verdict, labels
+        ep.verdict, ep.labels = verdict, labels
         official = official_score(verdict.turn_facts)
-        return reward, {"verification": verdict.to_dict(), "turn_labels": [lb.to_dict() for lb in labels],
-                        "official_tags": list(official.tags), "official_progress": official.progress}
+        return reward, {"verdict": verdict.to_dict(), "step_labels": [lb.to_dict() for lb in labels],
+                        "official_turn_tags": list(official.tags), "official_progress": official.progress,
+                        "messages": thaw(ep.messages), "tools": thaw(self.tools)}
 
     # -- views ---------------------------------------------------------------------------
     def _observation(self) -> str:
-        new = self.messages[self._last:]
-        self._last = len(self.messages)
+        ep = self._episode
+        new = ep.messages[ep.observed:]
+        ep.observed = len(ep.messages)
         new = [m for m in new if m["role"] != "assistant"]
         head = ""
         if new and new[0]["role"] == "system":
@@ -440,31 +471,34 @@ class ToolUseEnv(gym.Env):
         """The tools as the surface shows them now. The env remembers the last entry and the
         (surface, specs, available) it was for, so a step that changes none of them skips even
         the shared cache's look-up."""
-        memo = getattr(self, "_tools_memo", None)
-        if memo is None or memo[0] is not self.surface or memo[1] is not self.specs or memo[2] != self.available:
-            memo = (self.surface, self.specs, frozenset(self.available),
-                    _rendered_tools(self.surface, self.specs, self.available, self.backend.POLICIES))
+        ep = self._episode
+        memo = self._tools_memo
+        if memo is None or memo[0] is not self.surface or memo[1] is not ep.specs or memo[2] != ep.available:
+            memo = (self.surface, ep.specs, frozenset(ep.available),
+                    _rendered_tools(self.surface, ep.specs, ep.available, ep.backend.POLICIES))
             self._tools_memo = memo
         return memo[3]
 
-    def tools_view(self) -> list[dict]:
-        """The tools as the surface shows them now: a fresh copy, the caller's to change."""
-        return self._rendered().data.restore()
-
     def _info(self, label) -> dict:
-        return {
-            "messages": [_copy_message(m) for m in self.messages],
-            "tools": self.tools_view(),
-            "turn_index": self.turn,
+        ep = self._episode
+        info = {
+            "new_messages": thaw(ep.messages[ep.reported:]),
+            "user_turn": ep.user_turn,
             "tool_calls": [],
             "tool_results": [],
             "events": [],
-            "turn_label": {} if label is None else label.to_dict(),  # a dict at reset too: vector envs merge it
+            "step_label": {} if label is None else label.to_dict(),  # a dict at reset too: vector envs merge it
             "surface_version": self.surface.version,
-            "task_id": self.task.task_id,
-            "domain": self.task.domain,
-            "difficulty": self.task.difficulty,
+            "task_id": ep.task.task_id,
+            "domain": ep.task.domain,
+            "difficulty": ep.task.difficulty,
         }
+        ep.reported = len(ep.messages)
+        tools = self._rendered().data
+        if tools is not ep.tools_reported and tools != ep.tools_reported:  # equal: a copied env's own copy
+            info["tools"] = thaw(tools)
+        ep.tools_reported = tools
+        return info
 
     def render(self):
         text = render_messages(self.messages) if self.task is not None else ""
@@ -490,7 +524,7 @@ class VerifyOnTruncation(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
         base = self.env.unwrapped
-        if truncated and not terminated and "verification" not in info and not getattr(base, "done", True):
+        if truncated and not terminated and "verdict" not in info and not getattr(base, "done", True):
             reward, end = base.force_end()
             info = info | {k: end[k] for k in END_INFO_KEYS}
         return obs, reward, terminated, truncated, info

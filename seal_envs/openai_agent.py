@@ -1,8 +1,8 @@
 """An agent that asks any OpenAI-compatible chat-completions server (vLLM, SGLang, llama.cpp,
 Ollama, OpenAI...) for the next action, with the standard library only (``urllib``).
 
-Each step POSTs ``{base_url}/chat/completions`` with ``messages=info["messages"]`` and
-``tools=info["tools"]`` and hands the assistant message it gets back (``content`` and
+Each step POSTs ``{base_url}/chat/completions`` with the conversation (``env.unwrapped.messages``) and
+the tools shown (``env.unwrapped.tools``) and hands the assistant message it gets back (``content`` and
 ``tool_calls``) to ``env.step`` as an OpenAI-style message dict, which the env parses.
 
     agent = OpenAIChatAgent("http://127.0.0.1:8000/v1", "Qwen/Qwen3-8B")
@@ -178,10 +178,12 @@ class OpenAIChatAgent:
     def reset(self) -> None:
         pass
 
-    def request_body(self, info: Mapping[str, Any]) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": info["messages"]}
-        if info.get("tools"):
-            body["tools"] = info["tools"]
+    def request_body(self, env: Any) -> dict[str, Any]:
+        """The request for the next action: the whole conversation and the tools shown now."""
+        base = env.unwrapped
+        body: dict[str, Any] = {"model": self.model, "messages": base.messages}
+        if base.tools:
+            body["tools"] = base.tools
         for key in ("seed", "temperature", "max_tokens"):
             if getattr(self, key) is not None:
                 body[key] = getattr(self, key)
@@ -217,7 +219,7 @@ class OpenAIChatAgent:
 
     def act(self, env: Any, info: Mapping[str, Any]) -> dict[str, Any]:
         """The assistant message for the conversation in ``info``."""
-        response = self._post(self.request_body(info))
+        response = self._post(self.request_body(env))
         self.calls += 1
         choices = response.get("choices")
         message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None

@@ -25,7 +25,7 @@ from gymnasium.utils.env_checker import check_env
 from seal_envs.agents import OracleAgent, RandomAgent, run_episode
 from seal_envs.core.surface import MAX_LEVEL, Surface, SurfacePatch
 from seal_envs.core.types import ERROR_KINDS, ToolCall, canonical_json
-from seal_envs.env import END_INFO_KEYS, INFO_KEYS
+from seal_envs.env import CHANGED_INFO_KEYS, END_INFO_KEYS, INFO_KEYS
 
 
 def check_contract(env_id: str, seeds: Iterable[int] = (0, 1, 2), **kwargs: Any) -> None:
@@ -37,18 +37,24 @@ def check_contract(env_id: str, seeds: Iterable[int] = (0, 1, 2), **kwargs: Any)
     for seed in seeds:
         obs, info = env.reset(seed=seed)
         assert env.observation_space.contains(obs), f"{env_id}: reset observation is outside the space"
-        assert set(INFO_KEYS) <= set(info), f"{env_id}: reset info lacks {set(INFO_KEYS) - set(info)}"
+        assert set(info) == {*INFO_KEYS, *CHANGED_INFO_KEYS}, f"{env_id}: reset info keys {sorted(info)}"
         for agent in (OracleAgent(), RandomAgent(seed)):
-            reward, info, _ = run_episode(env, agent, seed=seed)
-            missing = set(INFO_KEYS + END_INFO_KEYS) - set(info)
-            assert not missing, f"{env_id}: final info lacks {missing}"
-            assert len(info["turn_labels"]) == len(env.unwrapped.steps), f"{env_id}: one label per action"
+            _, info = env.reset(seed=seed)
+            agent.reset()
+            done = False
+            while not done:
+                _, reward, terminated, truncated, info = env.step(agent.act(env, info))
+                done = terminated or truncated
+                expected = {*INFO_KEYS, *END_INFO_KEYS} if done else set(INFO_KEYS)
+                assert set(info) - set(CHANGED_INFO_KEYS) == expected - set(CHANGED_INFO_KEYS), (
+                    f"{env_id}: info keys {sorted(info)}, documented {sorted(expected)}")
+            assert len(info["step_labels"]) == len(env.unwrapped.steps), f"{env_id}: one label per action"
             assert 0.0 <= reward <= 1.0
     short = gym.make(env_id, max_steps=1, **kwargs)
     _, info = short.reset(seed=0)
     _, reward, terminated, truncated, info = short.step('{"name": "nope", "arguments": {}}')
     assert terminated or truncated, f"{env_id}: max_steps=1 must end the episode"
-    assert "verification" in info, f"{env_id}: a truncated episode must still be verified"
+    assert "verdict" in info, f"{env_id}: a truncated episode must still be verified"
 
 
 def episode_digest(env_id: str, seeds: Iterable[int], agent: str = "oracle", **kwargs: Any) -> str:
@@ -66,7 +72,7 @@ def episode_digest(env_id: str, seeds: Iterable[int], agent: str = "oracle", **k
             obs, reward, terminated, truncated, info = env.step(bot.act(env, info))
             h.update(obs.encode())
             done = terminated or truncated
-        h.update(json.dumps([reward, info["verification"], info["turn_labels"]], sort_keys=True).encode())
+        h.update(json.dumps([reward, info["verdict"], info["step_labels"]], sort_keys=True).encode())
     return h.hexdigest()
 
 
@@ -96,8 +102,8 @@ def check_oracle_solves_all(env_id: str, splits: Iterable[str] = ("train", "test
     """The oracle earns reward 1 with only ``ok`` labels on every task of every split."""
     played = 0
     for reward, info in every_episode(env_id, OracleAgent, splits, **kwargs):
-        labels = {lb["label"] for lb in info["turn_labels"]}
-        failed = [c["name"] for c in info["verification"]["checks"] if not c["passed"]]
+        labels = {lb["label"] for lb in info["step_labels"]}
+        failed = [c["name"] for c in info["verdict"]["checks"] if not c["passed"]]
         assert reward == 1.0 and labels == {"ok"}, (
             f"{env_id}: oracle failed {info['task_id']}: checks {failed}, labels {sorted(labels)}")
         played += 1
@@ -126,7 +132,7 @@ def check_do_nothing_fails(env_id: str, splits: Iterable[str] = ("train", "test"
 # -- surface invariance --------------------------------------------------------------------
 #: What a surface may change: the text shown (observations, rendered messages and tools) and
 #: the surface's own version. Every other key of every ``info`` must be identical.
-SURFACE_KEYS = ("messages", "tools", "surface_version")
+SURFACE_KEYS = ("messages", "new_messages", "tools", "surface_version")
 
 
 def fully_patched_surface(tools: Iterable[str]) -> Surface:

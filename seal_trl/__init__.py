@@ -29,7 +29,7 @@ __all__ = [
     "renormalize_mean_one",
     "token_weights",
     "trajectory_scale",
-    "turn_weights",
+    "step_weights",
 ]
 
 # public name -> submodule that defines it
@@ -52,7 +52,7 @@ _LAZY: dict[str, str] = {
     "renormalize_mean_one": "advantage_weights",
     "token_weights": "advantage_weights",
     "trajectory_scale": "advantage_weights",
-    "turn_weights": "advantage_weights",
+    "step_weights": "advantage_weights",
 }
 
 

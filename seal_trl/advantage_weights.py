@@ -21,6 +21,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+#: ``none``: stock GRPO; ``trajectory``: the official A-Patch scale per episode; ``step``: each
+#: assistant step's tokens weighed by that step's tag.
+WEIGHTING_MODES = ("none", "trajectory", "step")
+APPLY_TO = ("all", "negative", "positive")
+TAG_SOURCES = ("official", "label")
+
 if TYPE_CHECKING:
     import torch
 
@@ -37,7 +43,7 @@ __all__ = [
     "renormalize_mean_one",
     "token_weights",
     "trajectory_scale",
-    "turn_weights",
+    "step_weights",
 ]
 
 #: The official SEAL A-Patch tag weights (BFCL run). Tags not listed weigh 1.0.
@@ -99,7 +105,7 @@ def trajectory_scale(
     return _clamp(1.0 if mean is None else mean, min_scale, max_scale)
 
 
-def turn_weights(
+def step_weights(
     turn_tags: Sequence[TurnTags | None],
     advantage: float,
     tag_weights: Mapping[str, float] = OFFICIAL_TAG_WEIGHTS,
@@ -135,7 +141,7 @@ def turn_weights(
 def token_weights(
     token_turn_index: torch.Tensor, per_sequence_turn_weights: Sequence[Sequence[float]]
 ) -> torch.Tensor:
-    """Expand per-turn weights onto tokens: ``w[b, t] = weights[b][turn_index[b, t]]``.
+    """Expand per-turn weights onto tokens: ``w[b, t] = weights[b][step_index[b, t]]``.
 
     ``token_turn_index`` is ``[B, T]`` (long) and holds, for every completion token, the index of
     the assistant turn that generated it, or ``-1`` for environment text and padding; those get
@@ -148,9 +154,9 @@ def token_weights(
     batch = token_turn_index.size(0)
     if len(per_sequence_turn_weights) != batch:
         raise ValueError(f"got {len(per_sequence_turn_weights)} weight lists for a batch of {batch}")
-    max_turns = max((len(w) for w in per_sequence_turn_weights), default=0)
+    max_episode_steps = max((len(w) for w in per_sequence_turn_weights), default=0)
     # Column 0 is the "no turn" slot (weight 0); turn k lives in column k + 1.
-    table = torch.zeros(batch, max_turns + 1, dtype=torch.float32, device=token_turn_index.device)
+    table = torch.zeros(batch, max_episode_steps + 1, dtype=torch.float32, device=token_turn_index.device)
     for b, weights in enumerate(per_sequence_turn_weights):
         if weights:
             table[b, 1 : len(weights) + 1] = torch.as_tensor(list(weights), dtype=torch.float32)

@@ -181,12 +181,11 @@ class Transcript:
     def __init__(self, renderer: ChatRenderer, info: Mapping[str, Any], eos_ids: Sequence[int]) -> None:
         self.renderer = renderer
         self.eos_ids = set(eos_ids)
-        messages, tools = list(info["messages"]), list(info.get("tools") or [])
+        messages, tools = list(info["new_messages"]), list(info.get("tools") or [])
         self.prompt_ids = renderer.prompt_ids(messages, tools)
         self.history = messages  # messages as rendered into the ids
         self.tools = tools  # the tool list rendered into the prompt
         self.seen_tools = tools  # the last tool list shown (the prompt or a tools note)
-        self.env_messages = len(messages)  # how many of the env's info["messages"] `history` covers
 
     def closing_ids(self, model_ids: Sequence[int]) -> list[int]:
         """The end-of-turn token a turn needs after ``model_ids`` (none when the model emitted one)."""
@@ -194,13 +193,11 @@ class Transcript:
 
     def reply_ids(self, info: Mapping[str, Any]) -> list[int]:
         """Ids of the env's messages since the last action (and the next generation prompt); advances the history."""
-        messages = info["messages"]
-        assistant, new = messages[self.env_messages], list(messages[self.env_messages + 1:])
-        tools = list(info.get("tools") or [])
+        assistant, *new = info["new_messages"]
+        tools = list(info["tools"]) if "tools" in info else self.seen_tools
         if tools != self.seen_tools:
             new.insert(0, tools_note(tools))
             self.seen_tools = tools
         ids = self.renderer.delta_ids(self.history, assistant, new, self.tools)
         self.history.extend([assistant, *new])
-        self.env_messages = len(messages)
         return ids

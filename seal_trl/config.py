@@ -13,13 +13,10 @@ from typing import Any
 
 from trl import GRPOConfig
 
-from .advantage_weights import OFFICIAL_MAX_SCALE, OFFICIAL_MIN_SCALE
+from .advantage_weights import APPLY_TO, OFFICIAL_MAX_SCALE, OFFICIAL_MIN_SCALE, TAG_SOURCES, WEIGHTING_MODES
 
 __all__ = ["SEALConfig", "WEIGHTING_MODES", "APPLY_TO", "TAG_SOURCES"]
 
-WEIGHTING_MODES = ("none", "trajectory", "turn")
-APPLY_TO = ("all", "negative", "positive")
-TAG_SOURCES = ("official", "label")
 SURFACE_PRESETS = ("canonical", "observation_lite")  # seal_envs.core.surface.PRESETS
 
 
@@ -41,7 +38,7 @@ class SEALConfig(GRPOConfig):
     """Configuration of :class:`~seal_trl.trainer.SEALGRPOTrainer` (a ``GRPOConfig`` subclass).
 
     ``max_completion_length`` bounds the *whole* episode (model and environment tokens of every
-    turn); ``None`` leaves only ``max_turns`` as the bound.
+    turn); ``None`` leaves only ``max_episode_steps`` as the bound.
     """
 
     # -- environment and rollout -----------------------------------------------------------
@@ -52,13 +49,13 @@ class SEALConfig(GRPOConfig):
     env_kwargs: dict[str, Any] | str | None = field(
         default=None,
         metadata={"help": "Keyword arguments for `gym.make(env_id, ...)` (dict or JSON string). `max_steps` "
-                          "defaults to `max_turns` so the env itself truncates at the last turn."},
+                          "defaults to `max_episode_steps` so the env itself truncates at the last turn."},
     )
-    max_turns: int = field(
+    max_episode_steps: int = field(
         default=8,
         metadata={"help": "Most assistant actions (turns) per episode; one batched `generate` call per turn."},
     )
-    max_new_tokens_per_turn: int = field(
+    max_new_tokens_per_step: int = field(
         default=128, metadata={"help": "Most tokens the model may generate in one turn."}
     )
     skip_uniform_tasks: int = field(
@@ -182,7 +179,7 @@ class SEALConfig(GRPOConfig):
                               ("surface_preset", SURFACE_PRESETS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        if self.renormalize and self.weighting != "turn":
+        if self.renormalize and self.weighting != "step":
             raise ValueError(f"renormalize=True only applies to weighting='turn', got weighting={self.weighting!r}")
         if self.ema_tag_weights and self.weighting == "none":
             raise ValueError("ema_tag_weights=True needs weighting 'trajectory' or 'turn', got weighting='none'")
@@ -199,12 +196,12 @@ class SEALConfig(GRPOConfig):
                              f"max_scale={self.max_scale}")
         if self.tag_weights is not None and any(w <= 0 for w in self.tag_weights.values()):
             raise ValueError(f"tag_weights must be positive, got {self.tag_weights}")
-        if self.max_turns < 1 or self.max_new_tokens_per_turn < 1:
-            raise ValueError(f"max_turns and max_new_tokens_per_turn must be >= 1, got {self.max_turns} and "
-                             f"{self.max_new_tokens_per_turn}")
-        if self.max_completion_length is not None and self.max_completion_length < self.max_new_tokens_per_turn:
+        if self.max_episode_steps < 1 or self.max_new_tokens_per_step < 1:
+            raise ValueError(f"max_episode_steps and max_new_tokens_per_step must be >= 1, got {self.max_episode_steps} and "
+                             f"{self.max_new_tokens_per_step}")
+        if self.max_completion_length is not None and self.max_completion_length < self.max_new_tokens_per_step:
             raise ValueError(f"max_completion_length ({self.max_completion_length}) bounds the whole episode and must "
-                             f"be >= max_new_tokens_per_turn ({self.max_new_tokens_per_turn})")
+                             f"be >= max_new_tokens_per_step ({self.max_new_tokens_per_step})")
         if not 0 < self.ema_alpha <= 1:
             raise ValueError(f"ema_alpha must be in (0, 1], got {self.ema_alpha}")
         if not 0 <= self.evolver_fade_threshold < self.evolver_raise_threshold <= 1:
@@ -219,7 +216,7 @@ class SEALConfig(GRPOConfig):
         if self.curriculum and (self.skip_uniform_tasks or self.resample_uniform_groups):
             raise ValueError("curriculum=True lets the env pick tasks; it cannot be combined with skip_uniform_tasks "
                              "or resample_uniform_groups, which pick tasks in the trainer")
-        if self.env_kwargs.get("max_steps", self.max_turns) < 1:
+        if self.env_kwargs.get("max_steps", self.max_episode_steps) < 1:
             raise ValueError(f"env_kwargs['max_steps'] must be >= 1, got {self.env_kwargs['max_steps']}")
 
     # -- derived values ---------------------------------------------------------------------
@@ -238,5 +235,5 @@ class SEALConfig(GRPOConfig):
         }
 
     def make_env_kwargs(self) -> dict[str, Any]:
-        """``env_kwargs`` with ``max_steps`` defaulting to ``max_turns``."""
-        return {"max_steps": self.max_turns, **self.env_kwargs}
+        """``env_kwargs`` with ``max_steps`` defaulting to ``max_episode_steps``."""
+        return {"max_steps": self.max_episode_steps, **self.env_kwargs}

@@ -14,8 +14,8 @@ built from the datasets it plays: ``make_rollout_func(..., tasks=train_dataset)`
 ``make_rollout_func(env_id, ...)`` returns ``rollout_func(prompts, trainer)`` with TRL's contract:
 it plays every prompt's task in a batched multi-turn rollout and returns ``prompt_ids``,
 ``completion_ids``, ``logprobs``, ``env_mask`` and extra per-row keys that reach reward functions:
-``env_reward`` (read it with :func:`env_reward`), ``seal_turn_index``, ``seal_turn_labels``,
-``seal_passed``, ``seal_num_turns``, ``seal_task_id``.
+``env_reward`` (read it with :func:`env_reward`), ``seal_step_index``, ``seal_turn_labels``,
+``seal_passed``, ``seal_num_steps``, ``seal_task_id``.
 
 Episodes of one GRPO group play the same task because every copy of a row carries the same
 ``seed`` and ``task_id``. With ``curriculum=True`` only the seed is passed and the env samples the
@@ -90,7 +90,7 @@ def make_dataset(env_id: str = "seal/ToolUse-v0", split: str = "train", *, num_r
             seed = task_set.slot(index).seed  # every TaskSource places an index (seal_envs.core.source)
             options = {"index": index}
         _, info = env.reset(seed=seed, options=options)
-        rows.append({"prompt": [{"role": m["role"], "content": m["content"]} for m in info["messages"]],
+        rows.append({"prompt": [{"role": m["role"], "content": m["content"]} for m in info["new_messages"]],
                      "tools": _json_tools(info["tools"]), "seed": int(seed), "env_id": env_id,
                      "task_id": info["task_id"], "task_index": index, "split": split})
     env.close()
@@ -119,7 +119,7 @@ def make_sft_dataset(env_id: str = "seal/ToolUse-v0", split: str = "train", *, n
     for index in range(len(task_set) if num_rows is None else min(int(num_rows), len(task_set))):
         seed = task_set.slot(index).seed
         reward, info, _ = run_episode(env, OracleAgent(call_format=call_format), seed=seed, options={"index": index})
-        if not info["verification"]["passed"]:
+        if not info["verdict"]["passed"]:
             continue
         rows.append({"messages": [_standard_message(m) for m in info["messages"]], "tools": _json_tools(info["tools"]),
                      "seed": int(seed), "env_id": env_id, "task_id": info["task_id"], "task_index": index,
@@ -220,11 +220,11 @@ def rollout_output(results: Sequence[EpisodeResult]) -> dict[str, Any]:
         "logprobs": [r.logprobs for r in results] if with_logprobs else None,
         "env_mask": [r.env_mask for r in results],
         "env_reward": [r.reward for r in results],
-        "seal_turn_index": [r.turn_index for r in results],
-        "seal_turn_labels": [r.turn_labels for r in results],
-        "seal_official_tags": [r.info.get("official_tags") for r in results],
+        "seal_step_index": [r.step_index for r in results],
+        "seal_turn_labels": [r.step_labels for r in results],
+        "seal_official_tags": [r.info.get("official_turn_tags") for r in results],
         "seal_passed": [r.passed for r in results],
-        "seal_num_turns": [r.num_turns for r in results],
+        "seal_num_steps": [r.num_steps for r in results],
         "seal_task_id": [r.info.get("task_id") for r in results],
     }
 
@@ -240,14 +240,14 @@ def gather_counts(trainer: Any, local: Any) -> list[Any]:
 
 
 def make_rollout_func(env_id: str = "seal/ToolUse-v0", *, env_kwargs: Mapping[str, Any] | None = None,
-                      max_turns: int = 8, max_new_tokens: int = 128, max_completion_length: int | None = None,
+                      max_episode_steps: int = 8, max_new_tokens: int = 128, max_completion_length: int | None = None,
                       curriculum: bool = False, generate_fn: GenerateFn | None = None,
                       on_results: Callable[[list[EpisodeResult]], None] | None = None,
                       coevolution: CoEvolution | None = None, tasks: Any = None):
     """A ``rollout_func(prompts, trainer)`` for an unmodified ``GRPOTrainer`` (use ``env_reward``).
 
     ``max_completion_length`` defaults to ``trainer.args.max_completion_length`` and bounds the whole
-    episode; the env's ``max_steps`` defaults to ``max_turns``. ``generate_fn`` replaces the
+    episode; the env's ``max_steps`` defaults to ``max_episode_steps``. ``generate_fn`` replaces the
     trainer's policy sampling (tests, external servers); ``on_results`` receives the finished
     episodes of every call on this process. ``coevolution`` (a :class:`seal_envs.CoEvolution`)
     evolves one training surface for all processes: its surface reaches the envs before every
@@ -259,7 +259,7 @@ def make_rollout_func(env_id: str = "seal/ToolUse-v0", *, env_kwargs: Mapping[st
         raise ValueError("make_rollout_func needs tasks=: the dataset(s) the trainer plays (make_dataset's), "
                          "since TRL hands a rollout_func only the prompts")
     prompt_tasks = PromptTasks(*(tasks if isinstance(tasks, (list, tuple)) else [tasks]))
-    pool = EnvPool(env_id, {"max_steps": max_turns, **dict(env_kwargs or {})})
+    pool = EnvPool(env_id, {"max_steps": max_episode_steps, **dict(env_kwargs or {})})
     eval_pool = EnvPool(env_id, {**pool.env_kwargs, "evaluation": True})
     state: dict[str, Any] = {}
     if coevolution is not None:
@@ -271,7 +271,7 @@ def make_rollout_func(env_id: str = "seal/ToolUse-v0", *, env_kwargs: Mapping[st
 
             budget = max_completion_length if max_completion_length is not None else trainer.args.max_completion_length
             state["rollout"] = MultiTurnRollout(
-                trainer.processing_class, generate_fn or trainer_generate_fn(trainer), max_turns=max_turns,
+                trainer.processing_class, generate_fn or trainer_generate_fn(trainer), max_episode_steps=max_episode_steps,
                 max_new_tokens=max_new_tokens, max_completion_length=budget,
                 chat_template_kwargs=getattr(trainer, "chat_template_kwargs", None),
                 sync_active=sync_active_fn(trainer), eos_token_ids=getattr(trainer, "eos_token_ids", None))

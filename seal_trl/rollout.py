@@ -11,10 +11,10 @@ its episode ends. Per episode it returns what TRL's ``rollout_func`` contract ne
 
 * ``prompt_ids``; ``completion_ids`` = the model's tokens and the env's tokens of every turn;
 * ``env_mask`` (1 = model token, trained; 0 = env token, masked out of the loss);
-* ``turn_index`` per completion token: the index of the action (and so of
-  ``info["turn_labels"]``) that generated it, ``-1`` on env tokens;
+* ``step_index`` per completion token: the index of the action (and so of
+  ``info["step_labels"]``) that generated it, ``-1`` on env tokens;
 * ``logprobs`` of model tokens when the generator gives them (vLLM), 0.0 on env tokens;
-* the final ``info`` (``verification``, ``turn_labels``) and the reward.
+* the final ``info`` (``verdict``, ``step_labels``) and the reward.
 
 Budgets: ``max_new_tokens`` per turn and ``max_completion_length`` for the whole completion.
 When the budget runs out before the env is done, the episode is ended through
@@ -52,20 +52,20 @@ class EpisodeResult:
     prompt_ids: list[int]
     completion_ids: list[int] = field(default_factory=list)
     env_mask: list[int] = field(default_factory=list)
-    turn_index: list[int] = field(default_factory=list)
+    step_index: list[int] = field(default_factory=list)
     logprobs: list[float] | None = field(default_factory=list)  # None: the generator gave none
     reward: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
-    num_turns: int = 0
+    num_steps: int = 0
     budget_truncated: bool = False
 
     @property
-    def turn_labels(self) -> list[dict[str, Any]]:
-        return list(self.info.get("turn_labels", []))
+    def step_labels(self) -> list[dict[str, Any]]:
+        return list(self.info.get("step_labels", []))
 
     @property
     def passed(self) -> bool:
-        return bool(self.info.get("verification", {}).get("passed", False))
+        return bool(self.info.get("verdict", {}).get("passed", False))
 
 
 def end_episode(env: Any) -> tuple[float, dict[str, Any]]:
@@ -155,19 +155,19 @@ class MultiTurnRollout:
     engine when it supports the model).
     """
 
-    def __init__(self, tokenizer: Any, generate: GenerateFn | Any, *, max_turns: int = 8,
+    def __init__(self, tokenizer: Any, generate: GenerateFn | Any, *, max_episode_steps: int = 8,
                  max_new_tokens: int = 128, max_completion_length: int | None = None,
                  chat_template_kwargs: Mapping[str, Any] | None = None,
                  sync_active: Callable[[bool], bool] | None = None,
                  eos_token_ids: Sequence[int] | None = None) -> None:
-        if max_turns < 1 or max_new_tokens < 1:
-            raise ValueError(f"max_turns and max_new_tokens must be >= 1, got {max_turns} and {max_new_tokens}")
+        if max_episode_steps < 1 or max_new_tokens < 1:
+            raise ValueError(f"max_episode_steps and max_new_tokens must be >= 1, got {max_episode_steps} and {max_new_tokens}")
         if max_completion_length is not None and max_completion_length < 1:
             raise ValueError(f"max_completion_length must be >= 1 or None, got {max_completion_length}")
         self.tokenizer = tokenizer
         self.decode = ActionDecoder(tokenizer)
         self.generate = generate if not hasattr(generate, "generate") else hf_generate_fn(generate, tokenizer)
-        self.max_turns = max_turns
+        self.max_episode_steps = max_episode_steps
         self.max_new_tokens = max_new_tokens
         self.max_completion_length = max_completion_length
         self.sync_active = sync_active
@@ -190,7 +190,7 @@ class MultiTurnRollout:
                     for i, (env, seed) in enumerate(zip(envs, seeds))]
         calls, with_logprobs = 0, False
         try:
-            for _ in range(self.max_turns):
+            for _ in range(self.max_episode_steps):
                 active = [e for e in episodes if not e.done]
                 if not (self.sync_active(bool(active)) if self.sync_active else active):
                     break
@@ -239,11 +239,11 @@ class MultiTurnRollout:
         res = episode.result
         room = self._room(episode)
         ids = new_ids if room is None else new_ids[:room]
-        turn = res.num_turns
+        turn = res.num_steps
         self._append(res, ids, model=True, turn=turn, logprobs=logprobs)
         prefix = res.prompt_ids + res.completion_ids[:len(res.completion_ids) - len(ids)] if self.decode.parses else None
         _, reward, terminated, truncated, info = episode.env.step(self.decode(ids, prefix))
-        res.num_turns += 1
+        res.num_steps += 1
         res.reward, res.info = float(reward), info
         closing = episode.transcript.closing_ids(ids)
         if terminated or truncated:
@@ -275,7 +275,7 @@ class MultiTurnRollout:
                 logprobs: Sequence[float] | None = None) -> None:
         res.completion_ids.extend(ids)
         res.env_mask.extend([int(model)] * len(ids))
-        res.turn_index.extend([turn if model else -1] * len(ids))
+        res.step_index.extend([turn if model else -1] * len(ids))
         lps = list(logprobs[: len(ids)]) if (model and logprobs is not None) else []
         res.logprobs.extend(lps + [0.0] * (len(ids) - len(lps)))
 
@@ -284,7 +284,7 @@ class MultiTurnRollout:
         self.last_stats = {
             "generate_calls": float(calls),
             "episodes": float(len(episodes)),
-            "turns_mean": sum(e.result.num_turns for e in episodes) / n,
-            "turns_max": float(max((e.result.num_turns for e in episodes), default=0)),
+            "turns_mean": sum(e.result.num_steps for e in episodes) / n,
+            "turns_max": float(max((e.result.num_steps for e in episodes), default=0)),
             "budget_truncated": sum(e.result.budget_truncated for e in episodes) / n,
         }

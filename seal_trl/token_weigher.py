@@ -1,19 +1,19 @@
 """From an episode's turn labels to per-token advantage weights ``[B, T]`` (uses :mod:`seal_trl.advantage_weights`).
 
-``TokenWeigher.weights(turn_index, turn_labels, advantages)`` implements the three modes of
+``TokenWeigher.weights(step_index, step_labels, advantages)`` implements the three modes of
 :class:`~seal_trl.config.SEALConfig`:
 
 * ``none``: 1 on every model token;
 * ``trajectory``: one scale per episode, ``clamp(mean tag weight)`` (official A-Patch). With
   ``tag_source="official"`` the mean runs over the episode's official per-user-turn tags
-  (``info["official_tags"]``, :mod:`seal_envs.core.official`), which is what makes the scale
+  (``info["official_turn_tags"]``, :mod:`seal_envs.core.official`), which is what makes the scale
   equal the official one; an env without them falls back to one tag per assistant step;
 * ``turn``: each turn's tokens get ``clamp(weight of that turn's tag)``; optionally renormalized to
   mean 1 per episode.
 
 ``apply_to`` leaves weight 1 on episodes whose advantage has the other sign; ``budget_normalize``
 then rescales so the weights of all model tokens of the generation batch (every process) sum to
-their count. Environment tokens (``turn_index == -1``) and padding always weigh 0.
+their count. Environment tokens (``step_index == -1``) and padding always weigh 0.
 
 In ``turn`` mode a step's tag is its primary label (``tag_source="label"``) or the official
 SEAL tag of that label (``"official"``, the default, which the official tag-weight table is keyed by).
@@ -30,6 +30,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .advantage_weights import (
+    APPLY_TO,
+    TAG_SOURCES,
+    WEIGHTING_MODES,
     OFFICIAL_TAG_WEIGHTS,
     EMATagWeights,
     OfficialDynamicTagWeights,
@@ -37,13 +40,13 @@ from .advantage_weights import (
     renormalize_mean_one,
     token_weights,
     trajectory_scale,
-    turn_weights,
+    step_weights,
 )
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["TokenWeigher", "turn_tag", "WEIGHER_STATE_SCHEMA"]
+__all__ = ["TokenWeigher", "step_tag", "WEIGHER_STATE_SCHEMA"]
 
 # The weigher part of the trainer's seal_state.json (TokenWeigher.state_dict()), checked on load.
 WEIGHER_FORMAT, WEIGHER_FORMAT_VERSION = "seal-token-weigher", 1
@@ -86,16 +89,16 @@ WEIGHER_STATE_SCHEMA = {
 }
 
 
-def turn_tag(label: Mapping[str, Any] | None, tag_source: str = "official") -> str | None:
-    """The tag of one turn label dict (``info["turn_labels"][k]``), or ``None`` for a missing label."""
+def step_tag(label: Mapping[str, Any] | None, tag_source: str = "official") -> str | None:
+    """The tag of one turn label dict (``info["step_labels"][k]``), or ``None`` for a missing label."""
     if label is None:
         return None
     if tag_source == "label":
         return str(label["label"])
-    from seal_envs.core.diagnosis import official_tag
-    from seal_envs.core.types import TurnLabel
+    from seal_envs.core.official import official_tag_of_step
+    from seal_envs.core.types import StepLabel
 
-    return official_tag(TurnLabel.from_dict(label))
+    return official_tag_of_step(StepLabel.from_dict(label))
 
 
 class TokenWeigher:
@@ -107,6 +110,10 @@ class TokenWeigher:
                  budget_normalize: bool = False, dynamic: OfficialDynamicTagWeights | None = None) -> None:
         if ema is not None and dynamic is not None:
             raise ValueError("choose one of the EMA tag weights and the official dynamic tag weights")
+        for name, value, allowed in (("mode", mode, WEIGHTING_MODES), ("apply_to", apply_to, APPLY_TO),
+                                     ("tag_source", tag_source, TAG_SOURCES)):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
         self.mode = mode
         self.static_weights = dict(OFFICIAL_TAG_WEIGHTS if tag_weights is None else tag_weights)
         self.tag_source = tag_source
@@ -140,7 +147,7 @@ class TokenWeigher:
         return self.ema if self.ema is not None else self.static_weights
 
     def tags(self, labels: Sequence[Mapping[str, Any] | None]) -> list[str | None]:
-        return [turn_tag(label, self.tag_source) for label in labels]
+        return [step_tag(label, self.tag_source) for label in labels]
 
     def episode_tags(self, labels: Sequence[Mapping[str, Any] | None],
                      official: Sequence[str] | None = None) -> list[str]:
@@ -176,33 +183,33 @@ class TokenWeigher:
             self.dynamic.observe(counts, reward_sums or {}, epoch)
             self.dynamic.update()
 
-    def turn_weights(self, labels: Sequence[Mapping[str, Any] | None], advantage: float,
+    def step_weights(self, labels: Sequence[Mapping[str, Any] | None], advantage: float,
                      official: Sequence[str] | None = None) -> list[float]:
         """One weight per turn (assistant step) of an episode."""
         tags = self.tags(labels)
         kw = {"min_scale": self.min_scale, "max_scale": self.max_scale}
         if self.mode == "none":
             return [1.0] * len(tags)
-        if self.mode == "turn":
-            return turn_weights(tags, advantage, self.tag_weights, self.apply_to, **kw)
+        if self.mode == "step":
+            return step_weights(tags, advantage, self.tag_weights, self.apply_to, **kw)
         applies = self.apply_to == "all" or (self.apply_to == "negative" and advantage < 0) or (
             self.apply_to == "positive" and advantage > 0)
         scale = trajectory_scale(self.episode_tags(labels, official), self.tag_weights, **kw) if applies else 1.0
         return [scale] * len(tags)
 
-    def weights(self, turn_index: torch.Tensor, batch_labels: Sequence[Sequence[Mapping[str, Any] | None]],
+    def weights(self, step_index: torch.Tensor, batch_labels: Sequence[Sequence[Mapping[str, Any] | None]],
                 advantages: torch.Tensor, reduce_fn: Callable[[torch.Tensor], torch.Tensor] | None = None,
                 batch_official: Sequence[Sequence[str] | None] | None = None) -> torch.Tensor:
-        """``[B, T]`` weights: ``turn_index[b, t]`` is the turn of token ``t`` (-1: env token or padding);
-        ``batch_official[b]`` is episode ``b``'s ``info["official_tags"]`` (None where absent)."""
+        """``[B, T]`` weights: ``step_index[b, t]`` is the turn of token ``t`` (-1: env token or padding);
+        ``batch_official[b]`` is episode ``b``'s ``info["official_turn_tags"]`` (None where absent)."""
         per_turn = []
         official = list(batch_official) if batch_official is not None else [None] * len(batch_labels)
         for b, labels in enumerate(batch_labels):
-            needed = int(turn_index[b].max()) + 1 if turn_index.size(1) else 0
+            needed = int(step_index[b].max()) + 1 if step_index.size(1) else 0
             padded = list(labels) + [None] * max(0, needed - len(labels))  # a turn without a label weighs 1
-            per_turn.append(self.turn_weights(padded, float(advantages[b]), official[b]))
-        weights = token_weights(turn_index, per_turn).to(advantages.device)
-        model_tokens = turn_index.to(weights.device) >= 0
+            per_turn.append(self.step_weights(padded, float(advantages[b]), official[b]))
+        weights = token_weights(step_index, per_turn).to(advantages.device)
+        model_tokens = step_index.to(weights.device) >= 0
         if self.renormalize:
             weights = renormalize_mean_one(weights, model_tokens)
         if self.budget:

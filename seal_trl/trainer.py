@@ -96,7 +96,7 @@ class SEALGRPOTrainer(GRPOTrainer):
         if self._seal_rollout is None:
             self._seal_rollout = MultiTurnRollout(
                 self.processing_class, self._seal_generate_fn or trainer_generate_fn(self),
-                max_turns=self.args.max_turns, max_new_tokens=self.args.max_new_tokens_per_turn,
+                max_episode_steps=self.args.max_episode_steps, max_new_tokens=self.args.max_new_tokens_per_step,
                 max_completion_length=self.args.max_completion_length,
                 chat_template_kwargs=self.chat_template_kwargs, sync_active=sync_active_fn(self),
                 eos_token_ids=self.eos_token_ids)
@@ -175,8 +175,8 @@ class SEALGRPOTrainer(GRPOTrainer):
             self._seal_rows = None
         mode = "train" if self.model.training else "eval"
         results = self._seal_results
-        counts, rewards = self.seal_weigher.tag_stats([r.turn_labels for r in results],
-                                                      [r.info.get("official_tags") for r in results],
+        counts, rewards = self.seal_weigher.tag_stats([r.step_labels for r in results],
+                                                      [r.info.get("official_turn_tags") for r in results],
                                                       [r.reward for r in results])
         stats = self._seal_gather({"tags": counts, "tag_rewards": rewards,
                                    "pending": CoEvolution.count(r.info for r in results)
@@ -202,12 +202,12 @@ class SEALGRPOTrainer(GRPOTrainer):
         batch, width = output["completion_ids"].shape
         index = torch.full((batch, width), -1, dtype=torch.long)
         for b, result in enumerate(results):
-            row = torch.as_tensor(result.turn_index[:width], dtype=torch.long)
+            row = torch.as_tensor(result.step_index[:width], dtype=torch.long)
             index[b, : row.numel()] = row
         index = index.to(output["advantages"].device)
         reduce_fn = (lambda t: self.accelerator.reduce(t, reduction="sum")) if self.seal_weigher.budget else None
-        weights = self.seal_weigher.weights(index, [r.turn_labels for r in results], output["advantages"], reduce_fn,
-                                            [r.info.get("official_tags") for r in results])
+        weights = self.seal_weigher.weights(index, [r.step_labels for r in results], output["advantages"], reduce_fn,
+                                            [r.info.get("official_turn_tags") for r in results])
         return weights * output["completion_mask"].to(weights.dtype), index
 
     def _seal_gather(self, local: dict[str, Any]) -> dict[str, Any]:
@@ -228,10 +228,10 @@ class SEALGRPOTrainer(GRPOTrainer):
     # -- logging ----------------------------------------------------------------------------
     def _seal_log(self, mode: str, results: list[EpisodeResult], weights: torch.Tensor, index: torch.Tensor) -> None:
         local = {"n": len(results), "passed": sum(r.passed for r in results),
-                 "progress": sum(float(r.info.get("verification", {}).get("progress", 0.0)) for r in results),
+                 "progress": sum(float(r.info.get("verdict", {}).get("progress", 0.0)) for r in results),
                  "labels": Counter(), "w_sum": Counter(), "w_n": Counter()}
         for b, r in enumerate(results):
-            for k, label in enumerate(r.turn_labels):
+            for k, label in enumerate(r.step_labels):
                 name = label["label"]
                 local["labels"][name] += 1
                 tokens = index[b] == k

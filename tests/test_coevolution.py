@@ -52,7 +52,7 @@ def test_counts_are_typed_and_add_up():
     counts = CoEvolution.count(finished)
     assert all(isinstance(k, Count) for k in counts)
     assert sum(n for k, n in counts.items() if k.kind == "episodes") == 2
-    malformed = sum(lb["label"] == "format_error" for info in finished for lb in info["turn_labels"])
+    malformed = sum(lb["label"] == "format_error" for info in finished for lb in info["step_labels"])
     assert counts[Count("label", scope="format_error")] == malformed > 0
     assert CoEvolution.count(infos(True) + infos(False)) == counts + CoEvolution.count(infos(False))
     for key in counts:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import seal_envs
 from seal_envs.agents import OracleAgent, run_episode
 from seal_envs.core.types import ToolCall
+from seal_envs.core.frozen import thaw
 from seal_envs.tasks import TaskSet
 
 BANK = TaskSet(("bank",), "train")
@@ -34,16 +35,16 @@ def play(task, mutate=None):
 
 
 def failed(info):
-    return {c["name"] for c in info["verification"]["checks"] if not c["passed"]}
+    return {c["name"] for c in info["verdict"]["checks"] if not c["passed"]}
 
 
 def labels(info):
-    return [lb["label"] for lb in info["turn_labels"]]
+    return [lb["label"] for lb in info["step_labels"]]
 
 
 def test_oracle_passes_and_labels_ok():
     reward, info, _ = play(BANK[0])
-    assert reward == 1.0 and set(labels(info)) == {"ok"} and info["verification"]["progress"] == 1.0
+    assert reward == 1.0 and set(labels(info)) == {"ok"} and info["verdict"]["progress"] == 1.0
 
 
 def test_dropped_call_fails_state_check():
@@ -80,7 +81,7 @@ def test_swapped_dependent_calls_fail():
 
     reward, info, _ = play(task, swap)
     assert reward == 0.0 and {"no_violation_turn_0", "state_turn_0"} <= failed(info)
-    first = info["turn_labels"][0]
+    first = info["step_labels"][0]
     assert first["label"] == "wrong_order" and first["secondary"] == ["constraint_violation"]
 
 
@@ -109,7 +110,7 @@ def test_guessing_withheld_value_fails():
 
     reward, info, _ = play(task, guess)
     assert reward == 0.0 and "asked_withheld_turn_0" in failed(info)
-    assert info["turn_labels"][0]["label"] == "spurious_call"
+    assert info["step_labels"][0]["label"] == "spurious_call"
 
 
 def test_withheld_value_is_revealed_when_asked():
@@ -128,7 +129,7 @@ def test_late_tool_is_unavailable_until_its_turn():
     late = next(i for i, t in enumerate(task.turns) if "freeze_card" in t.new_tools)
     card = task.turns[late].plan[-1].arguments["card_id"]
     _, _, _, _, info = env.step(json.dumps({"name": "freeze_card", "arguments": {"card_id": card}}))
-    assert info["events"][0]["kind"] == "unavailable_tool" and info["turn_label"]["label"] == "spurious_call"
+    assert info["events"][0]["kind"] == "unavailable_tool" and info["step_label"]["label"] == "spurious_call"
 
 
 def test_truncation_still_verifies():
@@ -136,8 +137,8 @@ def test_truncation_still_verifies():
     env.reset(seed=0)
     env.step('{"name": "get_balance", "arguments": {"account_id": "ACC-1001"}}')
     _, reward, terminated, truncated, info = env.step('{"name": "get_balance", "arguments": {"account_id": "ACC-1001"}}')
-    assert truncated and not terminated and "verification" in info and reward == 0.0
-    assert len(info["turn_labels"]) == 2
+    assert truncated and not terminated and "verdict" in info and reward == 0.0
+    assert len(info["step_labels"]) == 2
 
 
 def test_progress_reward_counts_turns():
@@ -230,7 +231,7 @@ def test_random_actions_never_raise_and_invalid_calls_change_nothing(seed, acts)
         before = copy.deepcopy(env.backend.state)
         obs, reward, terminated, truncated, info = env.step(action)
         assert isinstance(obs, str) and env.observation_space.contains(obs)
-        assert info["turn_label"]["label"] in seal_envs.LABELS
+        assert info["step_label"]["label"] in seal_envs.LABELS
         if info["events"] and not any(e["kind"] == "ok" for e in info["events"]):
             assert env.backend.state == before
 
@@ -240,19 +241,42 @@ def test_force_end_verifies_a_running_episode():
     env.reset(seed=2)
     env.step('{"name": "get_balance", "arguments": {"account_id": "ACC-1001"}}')
     reward, info = env.force_end()
-    assert reward == 0.0 and "verification" in info and len(info["turn_labels"]) == 1
+    assert reward == 0.0 and "verdict" in info and len(info["step_labels"]) == 1
     with pytest.raises(RuntimeError):
         env.force_end()
 
 
-def test_tools_view_follows_surface_changes():
+def test_tools_follow_surface_changes_and_are_read_only():
     env = bank_env()
-    env.reset(seed=0)
-    before = env.tools_view()
-    before[0]["function"]["name"] = "mutated"  # callers get a copy
+    _, info = env.reset(seed=0)
+    before = env.tools
+    assert info["tools"] == thaw(before) and env.tools is before  # the info's is a copy; env.tools is shared
+    with pytest.raises(TypeError, match="read-only"):
+        before[0]["function"]["name"] = "mutated"
+    with pytest.raises(TypeError):
+        env.messages[0]["content"] = "mutated"
+    copy_ = thaw(before)
+    copy_[0]["function"]["name"] = "mutated"  # a thawed copy is the caller's
+    *_, info = env.step('{"name": "list_accounts", "arguments": {"customer_id": "C-1"}}')
+    assert "tools" not in info  # nothing changed: the info does not repeat the tool list
     env.apply_patch(seal_envs.SurfacePatch("affordance", "set_alert", 1))
-    after = {t["function"]["name"]: t for t in env.tools_view()}
-    assert "[required]" in json.dumps(after["set_alert"]) and "mutated" not in after
+    *_, info = env.step('{"name": "list_accounts", "arguments": {"customer_id": "C-1"}}')
+    after = {t["function"]["name"]: t for t in info["tools"]}  # the new surface's tools, once
+    assert "[required]" in json.dumps(after["set_alert"]) and "mutated" not in after and thaw(env.tools) == info["tools"]
+
+
+def test_new_messages_add_up_to_the_conversation():
+    env = bank_env()
+    _, info = env.reset(seed=3)
+    seen = list(info["new_messages"])
+    agent, done = OracleAgent(), False
+    while not done:
+        _, _, terminated, truncated, info = env.step(agent.act(env, info))
+        seen += info["new_messages"]
+        assert seen == thaw(env.messages)  # the deltas are the conversation, message for message
+        done = terminated or truncated
+    assert info["messages"] == thaw(env.messages) and info["tools"] == thaw(env.tools)
+    json.dumps({"messages": env.messages, "tools": env.tools})  # read-only values are still JSON
 
 
 # -- issue 14: bad input, isolation, contract gaps ------------------------------------------
@@ -294,14 +318,15 @@ def test_nan_transfer_is_a_labelled_schema_violation():
     env.reset(seed=0)
     action = '{"name": "transfer", "arguments": {"from_account": "A", "to_account": "B", "amount": NaN}}'
     *_, info = env.step(action)
-    assert info["turn_label"]["label"] == "schema_violation" and info["events"][0]["param"] == "amount"
+    assert info["step_label"]["label"] == "schema_violation" and info["events"][0]["param"] == "amount"
 
 
 def test_a_step_that_raises_leaves_the_episode_as_it_was():
     env = bank_env()
     env.reset(seed=0)
     env.step("<tool_call>{\"name\": \"nope\", \"arguments\": {}}</tool_call>")
-    saved = (copy.deepcopy(env.messages), list(env.steps), list(env.turn_texts), env.turn, env._last,
+    ep = env._episode
+    saved = (env.messages, env.steps, list(ep.turn_texts), env.user_turn, ep.observed, ep.reported,
              copy.deepcopy(env.record))
 
     def boom(call, available=None):
@@ -310,10 +335,11 @@ def test_a_step_that_raises_leaves_the_episode_as_it_was():
     real, env.backend.execute = env.backend.execute, boom
     with pytest.raises(RuntimeError, match="fault inside"):
         env.step('Checking.<tool_call>{"name": "get_balance", "arguments": {"account_id": "X"}}</tool_call>')
-    assert (env.messages, env.steps, env.turn_texts, env.turn, env._last, env.record) == saved
+    ep = env._episode
+    assert (env.messages, env.steps, ep.turn_texts, env.user_turn, ep.observed, ep.reported, env.record) == saved
     env.backend.execute = real
     *_, info = env.step("That is all.")
-    assert info["turn_label"]["label"] in seal_envs.LABELS
+    assert info["step_label"]["label"] in seal_envs.LABELS
 
 
 @pytest.mark.parametrize("action", ["x" * 9000, "[" + ", ".join(['{"name": "a"}'] * 65) + "]",
@@ -322,10 +348,10 @@ def test_a_step_that_raises_leaves_the_episode_as_it_was():
 def test_a_rejected_action_is_a_format_error_turn_that_changes_nothing(action):
     env = bank_env()
     env.reset(seed=0)
-    state, turn, n = env.backend.comparable_state(), env.turn, len(env.messages)
+    state, turn, n = env.backend.comparable_state(), env.user_turn, len(env.messages)
     *_, info = env.step(action)
-    assert info["turn_label"]["label"] == "format_error"
-    assert env.backend.comparable_state() == state and env.turn == turn and len(env.steps) == 1
+    assert info["step_label"]["label"] == "format_error"
+    assert env.backend.comparable_state() == state and env.user_turn == turn and len(env.steps) == 1
     assert len(env.messages) == n + 2 and len(env.messages[n]["content"]) < 8300  # bounded transcript
 
 
@@ -339,7 +365,7 @@ def test_time_limit_truncation_is_verified_and_diagnosed(env_id):
     assert not (terminated or truncated)
     _, reward, terminated, truncated, info = env.step('{"name": "nope", "arguments": {}}')
     assert truncated and not terminated and reward == 0.0
-    assert "verification" in info and len(info["turn_labels"]) == 2 and "official_tags" in info
+    assert "verdict" in info and len(info["step_labels"]) == 2 and "official_turn_tags" in info
     env.reset(seed=1)  # and the next episode starts normally
 
 
@@ -350,7 +376,7 @@ def _failing_infos():
         env.reset(seed=seed)
         env.step('{"name": "transfer", "arguments": {"amount": "lots"}}')
         *_, info = env.step("Done.")
-        while "verification" not in info:
+        while "verdict" not in info:
             *_, info = env.step("Done.")
         infos.append(info)
     return infos
@@ -398,7 +424,7 @@ def test_bare_call_dict_action_runs_the_call():
         obs, reward, terminated, truncated, info = env.step(action)
         assert not terminated and info["tool_calls"] == [{"name": "list_accounts", "arguments": {}}]
         assert obs.startswith("[tool:list_accounts]")
-        assert info["turn_label"]["label"] == "schema_violation"  # customer_id is required: the call ran
+        assert info["step_label"]["label"] == "schema_violation"  # customer_id is required: the call ran
 
 
 @pytest.mark.parametrize("action", [{"foo": 1}, {"role": "user", "content": "hi"}, ("list_accounts",), None, 3])
@@ -406,7 +432,7 @@ def test_unknown_action_shape_is_a_labelled_format_error(action):
     env = gym.make("seal/ToolUse-Bank-v0")
     env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(action)
-    assert not terminated and info["turn_label"]["label"] == "format_error"
+    assert not terminated and info["step_label"]["label"] == "format_error"
     assert "format_error" in obs and "assistant" in obs
 
 
@@ -424,7 +450,7 @@ def test_printing_the_env_and_its_spaces_fits_on_a_screen(env_id):
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_vector_envs_play_across_episode_ends(mode):
-    """Copies out of phase (one resets while another steps) merge their infos: turn_label is a
+    """Copies out of phase (one resets while another steps) merge their infos: step_label is a
     dict at reset too, so Gymnasium's info merge never meets a None where another copy has a dict."""
     envs = gym.make_vec("seal/ToolUse-Bank-v0", num_envs=3, vectorization_mode=mode)
     try:
@@ -435,7 +461,7 @@ def test_vector_envs_play_across_episode_ends(mode):
                        for i in range(3)]
             _, _, terminated, truncated, info = envs.step(actions)
             ended += int((terminated | truncated).sum())
-            assert isinstance(info["turn_label"], dict)
+            assert isinstance(info["step_label"], dict)
         assert ended >= 3
     finally:
         envs.close()

@@ -174,7 +174,7 @@ def test_eval_json_episodes_carry_their_transcripts(tmp_path, kind):
     for e in data["episodes"]:
         transcript = e["transcript"]
         _, first = env.reset(seed=e["seed"], options={"split": "test", "index": e["index"]})
-        assert transcript[:len(first["messages"])] == first["messages"]  # starts as the episode started
+        assert transcript[:len(first["new_messages"])] == first["new_messages"]  # starts as the episode started
         assert [m["role"] for m in transcript[:2]] == ["system", "user"]
         assert sum(m["role"] == "assistant" for m in transcript) == e["actions"] > 0  # one per action
         assert sum(m["role"] == "user" for m in transcript) >= 1

@@ -100,7 +100,7 @@ def dict_actions(draw, tools: list[str], params: list[str]):
 
 
 def _snapshot(env):
-    return (json.dumps(env.backend.comparable_state(), sort_keys=True, default=str), env.turn, env.revealed,
+    return (json.dumps(env.backend.comparable_state(), sort_keys=True, default=str), env.user_turn, env._episode.revealed,
             sorted(env.available), len(env.steps), copy.deepcopy(env.record.turn_states))
 
 
@@ -113,15 +113,15 @@ def check_step(env, seed: int, action) -> None:
     elapsed = time.perf_counter() - start
     assert elapsed < STEP_SECONDS, f"a step took {elapsed:.1f} s"
     assert env.observation_space.contains(obs)
-    assert info["turn_label"]["label"] in seal_envs.LABELS
+    assert info["step_label"]["label"] in seal_envs.LABELS
     assert len(env.steps) == before[4] + 1
-    if info["turn_label"]["label"] == "format_error":
+    if info["step_label"]["label"] == "format_error":
         after = _snapshot(env)
         assert after[:4] == before[:4] and after[5] == before[5], "a rejected action changed the episode"
         assert len(env.messages) == n_messages + 2  # the action as sent (bounded) and the feedback
         assert all(len(m.get("content") or "") <= MAX_ACTION_CHARS + 64 for m in env.messages[n_messages:])
     if terminated or truncated:
-        assert "verification" in info and len(info["turn_labels"]) == len(env.steps)
+        assert "verdict" in info and len(info["step_labels"]) == len(env.steps)
 
 
 def _tools_and_params(env_id: str) -> tuple[list[str], list[str]]:

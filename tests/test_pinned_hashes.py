@@ -145,7 +145,7 @@ def play(env: gym.Env, agent: Any, digest: Digest, *, seed: int | None = None, o
         digest.add(obs, reward, terminated, truncated, info)
         if terminated or truncated:
             break
-    digest.add(base.record, base.verdict, base.labels, base.available, base.turn)
+    digest.add(base.record, base.verdict, base.labels, base.available, base.user_turn)
     if vandal:
         vandalise(info)
     return info
@@ -295,28 +295,28 @@ def all_cases() -> dict[str, Callable[[], str]]:
 
 
 PINNED: dict[str, str] = {
-    'bfcl/chaos': 'dc7606d10ec7d5adcfc6346daeb1b8cc03393be2e794946b63ac8e1a8842a864',
-    'bfcl/ground_truth': 'a76eb4372e358a8ddb4b4423fbccd0558ed2888c1a12e69539d5d4dd18219cdd',
+    'bfcl/chaos': 'a2445ea251e2c6233a5cfb50989a9909ad30e37eee4ec8ddc949a2cb986d0259',
+    'bfcl/ground_truth': '41ce0509d97f4a78f8ac3de1434c55257dad7628139ef0468ecc578326522555',
     'bfcl/tasks': '05f10616a463d7b840d9a7b7cb63d06d6eb25c90425721a301ecddfe301c47ce',
-    'chaos/bank': '109192ee79d706c046c95858a8537eaeb51e2ec8022c978c45abcda5459afc1b',
-    'chaos/calendar': '19110237da2823354158dc0fabb637ac95a9332d4a47fca0da7d347f9eda364e',
-    'chaos/files': 'b85e7ac16e41b3b215ceeff01b3cf3cc7d4450438b4260fd082e99d3b67c355f',
-    'chaos/shop': 'e4247f19227b7a5c00ef8a07f234ce44a5998f38569e5122c6bafa59df83234a',
-    'chaos/smarthome': '8d176f89ceb831c6766d28e13e9948a4b22d94bc4e0a65fbb3036cd531b26e4d',
-    'chaos/travel': 'ac91043743e472cdf65fd8b386fea4145e2752fa7a86ccf8f4dcdf983a8dafa0',
-    'evolving/mixture': '4135fedf64b6346ddae59c830cc4c1f681f06fbe2c73e8d050e90757770426a6',
-    'oracle/bank': '32a2f8a0e312a9d47be0fbd437e3901d1435fb1d90158028bc25e95947fb02ba',
-    'oracle/calendar': '276ef7beed931a2c80212678b2b5ef6cffa8e7264aa716c46a92e5da2c3e6099',
-    'oracle/files': '62bf916763a7542b6490b318e27464aeee17d6fa3a00348aebda14bcfeb8943c',
-    'oracle/shop': '793220a0dda4c7ad016b03e9377bb206dc07cdd487fdbafe516cad40280ee076',
-    'oracle/smarthome': '8833e4b2e2cdcc65f45dd2aa01aa0108c1b013b27cb794996d90dd663d3627f4',
-    'oracle/travel': '8c4b4fed1e1189363c87665ddf15cc5582958d3633998835dac2df00ff858e71',
-    'random/bank': 'bff1131598168facbabb1158aa9d6da676b4d1145d463e934295bc5ee11fd68f',
-    'random/calendar': 'd1b81b1863cbab1d5285851ae47aff51d6cc7426108313ab79495b961e061f13',
-    'random/files': '98c46f3cdf0c1d15001d03c48be2e2eba6047784dc3aff2711710c8eacb80f28',
-    'random/shop': '5e557a6d8d9fcf7874737b2f7b4ed65302a315bfab196957532a405c7146e6b5',
-    'random/smarthome': 'c9c49c4a50ca3ec1ebefe815270f844adc525eda4e52d74285f3357ce482b4c6',
-    'random/travel': 'efbefc105beb61f978e725cf3abad1d77262397e2f91a3eec39b3e22aea9bde6',
+    'chaos/bank': '9ce74c847751404b1dad48229a64776ab9e55c7f32699a3b2d6bfb798e95e97d',
+    'chaos/calendar': 'a08c227c76543f24be9720bf994eb6c82294a5942580985c30c9ca900b5115a8',
+    'chaos/files': '6ebaaf1c244c6521d8052536b3e89d0cf6bf4e14573d5273ac97d96bc76f5595',
+    'chaos/shop': '4ce01c586d70153076364a8c6538c3ff32de3ebe84702a19b7b5ff4eca9c57f7',
+    'chaos/smarthome': 'c6ac295ad0ccb4fa3e35d3729fbfd343c33a87d561117c414df265ca5dc75d02',
+    'chaos/travel': '6ba99e51fcad06e9452faf97d0693dc3bc3513b506d2c570f669cd6e5ca51720',
+    'evolving/mixture': '1cb88d810366806b985c014eb27ad349c17b014515fcc58ddf834b316be218b1',
+    'oracle/bank': 'cb1f6d8096f9a02bab24f69dbd1c2f9ed7fc78a0520b3ff52d8f58933a07de17',
+    'oracle/calendar': 'c0030c2f6c61bfc0fc2a1b2a8beb6c3ac98091b73e3941ab7d99581b30ac40d8',
+    'oracle/files': 'e9c67b926cbafd800a23b1318b20fda586dca0d9f95f2189cdb474595b3ddea2',
+    'oracle/shop': 'b5e96240b8f1311c89362468d4f5dc51578240ae7bd3a6b103a40ded2b195da1',
+    'oracle/smarthome': 'f1e82613be441567e4f1e0946d8f1cbb43cb9634a3bb600f6b9824fd1e58d86a',
+    'oracle/travel': '502583917fc326971841ee4a8d778e5b2313d03aa61a2bcc3f789f6a3ce59bd1',
+    'random/bank': '6742e5369ddcebcd176d32044ea59c091285249cad3e7a9a8577c8b752f622ce',
+    'random/calendar': '06de2da2e8130e8d4fe6f469097de568c959f0dd4c938f59ccbb21c670e1eaa6',
+    'random/files': '763e3d0d8dbaaf9ef1a316834ab04d31e08224241f02654c0f0235080931e064',
+    'random/shop': 'b46f57ea71feb17ef151a7ee3fe8f8ae3deb17854d4cbb49ce86d6c648702cf3',
+    'random/smarthome': '2d847bd574c275cd86d79916eeec57ba88a99857a03091640633280ddc3e67cc',
+    'random/travel': '4a22bd501fccd3742b546e1e17da1df0fb62f540a491e2a7587a717f097e6bd0',
     'tasks/bank': 'e19fe772e685c0d4b5e020c643bdb91deca740ce65d06b36f5c337b4e09f9c3a',
     'tasks/calendar': '6e4e77fefbcbd73925fa49e8d57fc154308599be7d84c535e93593247dba7e48',
     'tasks/files': '879c9ae196e7abbcc206b7cadb5238631a17c8b41dd686458518bd23b7ef8fa0',

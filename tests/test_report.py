@@ -48,8 +48,8 @@ def run(tmp_path_factory):
 
 
 def test_episode_metrics_hand_computed():
-    info = lambda passed, labels, v=0: {"verification": {"passed": passed, "progress": float(passed)},  # noqa: E731
-                                        "turn_labels": [{"label": lb} for lb in labels], "surface_version": v}
+    info = lambda passed, labels, v=0: {"verdict": {"passed": passed, "progress": float(passed)},  # noqa: E731
+                                        "step_labels": [{"label": lb} for lb in labels], "surface_version": v}
     m = episode_metrics([info(True, ["ok", "ok"]), info(False, ["format_error", "ok"], 3)], rewards=[1.0, 0.0])
     assert m["episodes"] == 2 and m["success_rate"] == 0.5 and m["reward"] == 0.5 and m["surface_version"] == 3
     assert m["labels/ok"] == 0.75 and m["labels/format_error"] == 0.25

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 ARMS: dict[str, dict] = {
     "grpo": {"weighting": "none", "evolution": False, "curriculum": False},
-    "turn": {"weighting": "turn", "evolution": False, "curriculum": False},
+    "step": {"weighting": "step", "evolution": False, "curriculum": False},
     "apatch": {"weighting": "trajectory", "evolution": False, "curriculum": False},
     "evolution": {"weighting": "none", "evolution": True, "curriculum": False},
-    "seal": {"weighting": "turn", "evolution": True, "curriculum": False},
-    "seal_curriculum": {"weighting": "turn", "evolution": True, "curriculum": True},
+    "seal": {"weighting": "step", "evolution": True, "curriculum": False},
+    "seal_curriculum": {"weighting": "step", "evolution": True, "curriculum": True},
 }
 
 DESCRIPTIONS: dict[str, str] = {
     "grpo": "stock GRPO (weighting none, canonical surface)",
-    "turn": "+ turn reweighting (`weighting=turn`)",
+    "step": "+ step reweighting (`weighting=step`)",
     "apatch": "+ official A-Patch (`weighting=trajectory`)",
     "evolution": "+ env evolution (surface patches, no reweighting)",
-    "seal": "full SEAL (turn reweighting + evolution)",
+    "seal": "full SEAL (step reweighting + evolution)",
     "seal_curriculum": "full SEAL + curriculum",
 }
 

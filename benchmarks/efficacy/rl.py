@@ -66,9 +66,9 @@ def train_arm(arm: str, seed: int, out: Path, warm_dir: Path, rl: RLConfig, ev: 
         report_to="none", save_strategy="no", logging_steps=1, disable_tqdm=True,
         learning_rate=rl.lr, lr_scheduler_type="constant", max_steps=rl.steps, seed=seed, beta=0.0,
         per_device_train_batch_size=rl.tasks_per_step * rl.num_generations, num_generations=rl.num_generations,
-        temperature=rl.temperature, max_completion_length=rl.max_turns * (rl.max_new_tokens_per_turn + 96),
-        env_id=ENV_ID, env_kwargs={"reward_mode": rl.reward_mode, "domains": domains}, max_turns=rl.max_turns,
-        max_new_tokens_per_turn=rl.max_new_tokens_per_turn, evolver_min_episodes=rl.evolver_min_episodes,
+        temperature=rl.temperature, max_completion_length=rl.max_episode_steps * (rl.max_new_tokens_per_step + 96),
+        env_id=ENV_ID, env_kwargs={"reward_mode": rl.reward_mode, "domains": domains}, max_episode_steps=rl.max_episode_steps,
+        max_new_tokens_per_step=rl.max_new_tokens_per_step, evolver_min_episodes=rl.evolver_min_episodes,
         **overrides,
     )
     trainer = SEALGRPOTrainer(model=model, args=config, processing_class=tokenizer,

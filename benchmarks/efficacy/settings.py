@@ -20,8 +20,8 @@ class RLConfig:
     lr: float = 2e-4
     reward_mode: str = "progress"  # env kwarg: fraction of user turns passed (binary: all or nothing)
     difficulties: tuple[int, ...] = (1, 2)  # RL tasks (the curriculum arm samples among these too)
-    max_turns: int = 6
-    max_new_tokens_per_turn: int = 80
+    max_episode_steps: int = 6
+    max_new_tokens_per_step: int = 80
     evolver_min_episodes: int = 8
 
     @property
@@ -64,7 +64,7 @@ FULL = StudySettings(
     name="full",
     warmstart=WarmStartConfig(minutes=25.0, hidden_size=128, num_layers=4, num_heads=4, batch_size=16, lr=3e-3,
                               warmup_steps=20, difficulties=(1, 2, 3, 4), extra_tasks=6000, domains=("bank",)),
-    rl=RLConfig(steps=6, tasks_per_step=8, num_generations=8, max_turns=4, max_new_tokens_per_turn=64, lr=5e-4),
+    rl=RLConfig(steps=6, tasks_per_step=8, num_generations=8, max_episode_steps=4, max_new_tokens_per_step=64, lr=5e-4),
     eval=EvalConfig(test_tasks=100, ood_tasks=100, max_new_tokens=64, max_steps=6, batch_size=50),
     seeds=(0, 1, 2),
 )
@@ -73,7 +73,7 @@ QUICK = StudySettings(
     name="quick",
     warmstart=WarmStartConfig(minutes=4.0, hidden_size=128, num_layers=4, num_heads=4, batch_size=16, lr=3e-3,
                               warmup_steps=20, difficulties=(1, 2, 3, 4), extra_tasks=1000, domains=("bank",)),
-    rl=RLConfig(steps=2, tasks_per_step=4, num_generations=4, max_turns=3, max_new_tokens_per_turn=64, lr=5e-4),
+    rl=RLConfig(steps=2, tasks_per_step=4, num_generations=4, max_episode_steps=3, max_new_tokens_per_step=64, lr=5e-4),
     eval=EvalConfig(test_tasks=20, ood_tasks=20, max_new_tokens=64, max_steps=5, batch_size=20),
     seeds=(0, 1),
 )

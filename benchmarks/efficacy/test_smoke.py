@@ -24,7 +24,7 @@ def _micro():
         name="micro",
         warmstart=WarmStartConfig(num_tasks=8, max_steps=3, minutes=1.0, hidden_size=32, num_layers=1, num_heads=2,
                                   batch_size=4, warmup_steps=1, difficulties=(1, 2), domains=("bank", "shop")),
-        rl=RLConfig(steps=1, tasks_per_step=2, num_generations=2, max_turns=2, max_new_tokens_per_turn=12,
+        rl=RLConfig(steps=1, tasks_per_step=2, num_generations=2, max_episode_steps=2, max_new_tokens_per_step=12,
                     evolver_min_episodes=2),
         eval=EvalConfig(test_tasks=2, ood_tasks=2, max_new_tokens=12, max_steps=2, batch_size=4),
         seeds=(0,),
@@ -52,7 +52,7 @@ def test_efficacy_pipeline_writes_results_and_resumes(tmp_path):
     path = result_path(tmp_path, "seal", 0)
     result = json.loads(path.read_text())
     assert result["arm"] == "seal" and result["seed"] == 0
-    assert result["overrides"] == {"weighting": "turn", "evolution": True, "curriculum": False}
+    assert result["overrides"] == {"weighting": "step", "evolution": True, "curriculum": False}
     assert result["train"]["steps"] == 1 and result["train"]["episodes"] == 4
     assert result["rl"]["episodes"] == 4
     for key in ("success_rate", "reward", "label_fraction", "surface_events", "surface_version"):

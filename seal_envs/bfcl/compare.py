@@ -137,10 +137,10 @@ def env_passes(env, task: Task, trajectory: Trajectory) -> dict:
         for call in calls:
             _, _, terminated, truncated, info = env.step(format_call(call))
             if terminated or truncated:
-                return info["verification"]
+                return info["verdict"]
         _, _, terminated, truncated, info = env.step("Done.")
         if terminated or truncated:
-            return info["verification"]
+            return info["verdict"]
     raise RuntimeError(f"{task.task_id}: the episode did not end after its last turn")
 
 

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from . import statefile
 from .surface import MAX_LEVEL, SurfacePatch
-from .types import TurnLabel
+from .types import StepLabel
 
 FORMAT, FORMAT_VERSION = "seal-evolver", 1
 _NUMBER = {"type": "number"}
@@ -71,7 +71,7 @@ LABEL_CHANNEL = {
 }
 
 
-def label_scope(label: TurnLabel) -> tuple[str, str] | None:
+def label_scope(label: StepLabel) -> tuple[str, str] | None:
     """The (channel, scope) a failure label calls for, or None if no channel helps."""
     channel = LABEL_CHANNEL.get(label.label)
     if label.error_kind == "tool_error":  # the call was well formed; the agent must read the error
@@ -92,14 +92,14 @@ class EpisodeDiagnosis:
     domain: str
     difficulty: int
     passed: bool
-    labels: tuple[TurnLabel, ...]
+    labels: tuple[StepLabel, ...]
 
     @staticmethod
     def from_info(info: Mapping[str, Any]) -> "EpisodeDiagnosis":
         """Build from the ``info`` dict of an episode's last step."""
         return EpisodeDiagnosis(info["task_id"], info["domain"], int(info.get("difficulty", 0)),
-                                bool(info["verification"]["passed"]),
-                                tuple(TurnLabel.from_dict(d) for d in info["turn_labels"]))
+                                bool(info["verdict"]["passed"]),
+                                tuple(StepLabel.from_dict(d) for d in info["step_labels"]))
 
 
 class Count(NamedTuple):

@@ -25,11 +25,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence, TypeVar
 
-__all__ = ["ABSTENTION_TAGS", "CHECK_ERROR", "CHECK_FAIL", "CHECK_PASS", "OFFICIAL_TAGS", "OfficialScore",
-           "TurnFacts", "guarded", "official_score", "official_turn_tag"]
+from .types import StepLabel
+
+__all__ = ["ABSTENTION_TAGS", "CHECK_ERROR", "CHECK_FAIL", "CHECK_PASS", "OFFICIAL_TAGS", "OFFICIAL_TAG_OF_LABEL",
+           "OfficialScore", "TurnFacts", "guarded", "official_score", "official_tag_of_step", "official_tag_of_turn"]
 
 OFFICIAL_TAGS = ("pass", "correct_abstention", "spurious_tool_call", "empty_turn_model_response",
                  "instance_mismatch", "state_mismatch", "response_mismatch", "checker_error", "gt_error")
+#: The official tag each per-step label of :mod:`seal_envs.core.diagnosis` maps to (one vocabulary:
+#: every value is in ``OFFICIAL_TAGS``).
+OFFICIAL_TAG_OF_LABEL = {
+    "ok": "pass",
+    "format_error": "empty_turn_model_response",
+    "unknown_tool": "spurious_tool_call",
+    "schema_violation": "instance_mismatch",
+    "arg_mismatch": "instance_mismatch",
+    "constraint_violation": "state_mismatch",
+    "missing_call": "state_mismatch",
+    "spurious_call": "spurious_tool_call",
+    "wrong_order": "state_mismatch",
+    "redundant_call": "spurious_tool_call",
+    "recovery_failure": "state_mismatch",
+    "response_mismatch": "response_mismatch",
+    "premature_end": "empty_turn_model_response",
+    "env_error": "checker_error",
+}
+
 #: Tags of turns with an empty ground truth: never scorable for progress.
 ABSTENTION_TAGS = frozenset({"spurious_tool_call", "correct_abstention"})
 
@@ -60,7 +81,7 @@ class TurnFacts:
         return dict(vars(self))
 
 
-def official_turn_tag(facts: TurnFacts) -> str:
+def official_tag_of_turn(facts: TurnFacts) -> str:
     """The one official tag of a turn (the module doc lists the rules in order)."""
     if facts.gt_error:
         return "gt_error"
@@ -91,9 +112,17 @@ class OfficialScore:
         return self.passed_turns / self.scorable_turns if self.scorable_turns else 0.0
 
 
+def official_tag_of_step(label: StepLabel) -> str:
+    """The SEAL tag of a label; a correct abstention (ending a turn that needed no call, or
+    asking for a withheld value) is the official ``correct_abstention``."""
+    if label.label == "ok" and label.abstention:
+        return "correct_abstention"
+    return OFFICIAL_TAG_OF_LABEL[label.label]
+
+
 def official_score(facts: Sequence[TurnFacts]) -> OfficialScore:
     """Tag every turn; a ``gt_error`` turn stays scorable (and failed), as in the official code."""
-    tags = tuple(official_turn_tag(f) for f in facts)
+    tags = tuple(official_tag_of_turn(f) for f in facts)
     scorable = [t for t in tags if t not in ABSTENTION_TAGS]
     return OfficialScore(tags, sum(t == "pass" for t in scorable), len(scorable))
 

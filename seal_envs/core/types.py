@@ -219,7 +219,7 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class TurnLabel:
+class StepLabel:
     """The diagnosis of one assistant step (one action)."""
 
     label: str
@@ -240,10 +240,10 @@ class TurnLabel:
         return d
 
     @staticmethod
-    def from_dict(d: Mapping[str, Any]) -> "TurnLabel":
+    def from_dict(d: Mapping[str, Any]) -> "StepLabel":
         d = dict(d)
         d["secondary"] = tuple(d.get("secondary", ()))
-        return TurnLabel(**d)
+        return StepLabel(**d)
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,13 @@ import pytest
 bfcl_eval = pytest.importorskip("bfcl_eval")
 
 import seal_envs
-from seal_envs import official_tag
+from seal_envs import official_tag_of_step
 from seal_envs.agents import OracleAgent, run_episode
 from seal_envs.bfcl import loader
 from seal_envs.bfcl.compare import format_call, ground_truth_trajectory
 from seal_envs.bfcl.source import REVEAL_PROMPT, BFCLTaskSet, build_task
 from seal_envs.registration import make_bfcl_env as make_env
-from seal_envs.core.types import ToolCall, TurnLabel
+from seal_envs.core.types import ToolCall, StepLabel
 from seal_envs.testing import check_contract, check_determinism, check_surface_invariance
 
 IDS = ["seal/BFCL-MultiTurn-v0", "seal/BFCL-MultiTurn-Base-v0", "seal/BFCL-MultiTurn-MissFunc-v0",
@@ -68,7 +68,7 @@ def test_miss_func_hides_the_function_until_its_turn():
             env.step(format_call(call))
         env.step("Done.")
     _, _, _, _, info = env.step("[sort(file_name='final_report.pdf')]")  # turn 2: not there yet
-    assert info["events"][0]["kind"] == "unavailable_tool" and info["turn_label"]["label"] == "spurious_call"
+    assert info["events"][0]["kind"] == "unavailable_tool" and info["step_label"]["label"] == "spurious_call"
     obs, _, _, _, info = env.step("I cannot sort files with the tools I have.")
     assert "sort" in {t["function"]["name"] for t in info["tools"]}
     assert REVEAL_PROMPT in obs and '"name": "sort"' in obs
@@ -85,7 +85,7 @@ def _play(env, task, trajectory):
 
 
 def _tags(info):
-    return {(lb["turn"], official_tag(TurnLabel.from_dict(lb))) for lb in info["turn_labels"]}
+    return {(lb["turn"], official_tag_of_step(StepLabel.from_dict(lb))) for lb in info["step_labels"]}
 
 
 def test_checks_labels_and_official_tags():
@@ -94,7 +94,7 @@ def test_checks_labels_and_official_tags():
     gt = ground_truth_trajectory(task)
     reward, info = _play(env, task, gt)
     assert reward == 1.0 and (2, "correct_abstention") in _tags(info)
-    names = [c["name"] for c in info["verification"]["checks"]]
+    names = [c["name"] for c in info["verdict"]["checks"]]
     assert "irrelevance_turn_2" in names and "state_turn_2" not in names and "response_turn_4" in names
 
     calls_in_missing_turn = [list(t) for t in gt]
@@ -105,14 +105,14 @@ def test_checks_labels_and_official_tags():
     empty_turn = [list(t) for t in gt]
     empty_turn[1] = []
     _, info = _play(env, task, empty_turn)
-    failed = {c["name"]: c["detail"] for c in info["verification"]["checks"] if not c["passed"]}
+    failed = {c["name"]: c["detail"] for c in info["verdict"]["checks"] if not c["passed"]}
     assert failed["state_turn_1"].startswith("empty_turn_model_response")
     assert (1, "empty_turn_model_response") in _tags(info)
 
     wrong_arg = [list(t) for t in gt]
     wrong_arg[0][1] = ToolCall("mkdir", {"dir_name": "tmp"})
     _, info = _play(env, task, wrong_arg)
-    failed = {c["name"]: c["detail"] for c in info["verification"]["checks"] if not c["passed"]}
+    failed = {c["name"]: c["detail"] for c in info["verdict"]["checks"] if not c["passed"]}
     assert failed["state_turn_0"].startswith("GorillaFileSystem.root/contents/document/contents/temp")
     assert (0, "instance_mismatch") in _tags(info)
 
@@ -124,13 +124,13 @@ def test_response_check_needs_every_ground_truth_result():
     no_grep = [list(t) for t in gt]
     no_grep[1] = [c for c in no_grep[1] if c.name != "grep"]  # grep reads only: the state still matches
     _, info = _play(env, task, no_grep)
-    failed = [c["name"] for c in info["verification"]["checks"] if not c["passed"]]
+    failed = [c["name"] for c in info["verdict"]["checks"] if not c["passed"]]
     assert failed == ["response_turn_1"]
     early = [list(t) for t in gt]
     early[0] = early[0] + [ToolCall("cd", {"folder": "temp"}), ToolCall("grep", {"file_name": "final_report.pdf", "pattern": "budget analysis"}), ToolCall("cd", {"folder": ".."})]
     early[1] = [ToolCall("cd", {"folder": "temp"})]  # the grep result from turn 0 counts (results so far)
     reward, info = _play(env, task, early)
-    assert reward == 1.0, [c for c in info["verification"]["checks"] if not c["passed"]]
+    assert reward == 1.0, [c for c in info["verdict"]["checks"] if not c["passed"]]
 
 
 def test_truncated_episode_fails_unreached_turns():
@@ -139,7 +139,7 @@ def test_truncated_episode_fails_unreached_turns():
     env.step("cd(folder='document')")
     _, reward, terminated, truncated, info = env.step("mkdir(dir_name='temp')")
     assert truncated and reward == 0.0
-    assert [c["detail"] for c in info["verification"]["checks"]][-1] == "turn not reached"
+    assert [c["detail"] for c in info["verdict"]["checks"]][-1] == "turn not reached"
 
 
 def test_episodes_get_fresh_instances():
@@ -187,7 +187,7 @@ def test_surfaces_and_evolver_work_on_bfcl():
             for call in calls:
                 env.step(format_call(call))
             _, _, terminated, _, info = env.step("Done.")
-        assert terminated and info["verification"]["passed"]
+        assert terminated and info["verdict"]["passed"]
         infos.append(info)
     co = seal_envs.CoEvolution()
     patches = co.evolve(infos)

@@ -23,8 +23,8 @@ class PassFirstCall:
         base = env.unwrapped
         if base.task.template != "base":
             return "I cannot help."
-        if self.turn_calls is None or self.turn_calls[0] != base.turn:
-            self.turn_calls = (base.turn, list(base.task.turns[base.turn].plan))
+        if self.turn_calls is None or self.turn_calls[0] != base.user_turn:
+            self.turn_calls = (base.user_turn, list(base.task.turns[base.user_turn].plan))
         return format_call(self.turn_calls[1].pop(0)) if self.turn_calls[1] else "Done."
 
 
@@ -41,4 +41,4 @@ def test_accuracy_per_category_and_overall_as_the_leaderboard():
     assert "| overall | 8 | 0.2500 | 0.2500 |" in result.to_markdown()
     again = EvalResult.from_dict(result.to_dict())
     assert again.bfcl_categories() == table and again.to_dict()["bfcl_categories"] == table
-    assert all(len(e["official_tags"]) >= 1 for e in result.episodes)
+    assert all(len(e["official_turn_tags"]) >= 1 for e in result.episodes)

@@ -52,7 +52,7 @@ def test_a_mutating_episode_leaves_the_next_one_pristine(cls, entry_id):
     assert env.backend.comparable_state() == pristine, f"{cls}: the next episode of {entry_id} starts changed"
     assert _module_data() == module_data, f"{cls}: an episode changed bfcl-eval's module-level data"
     reward, info, _ = run_episode(make_env(split="all"), OracleAgent(), options={"task_id": entry_id})
-    assert reward == 1.0, info["verification"]
+    assert reward == 1.0, info["verdict"]
 
 
 def test_cancelling_a_long_context_booking_does_not_leak():
@@ -70,7 +70,7 @@ def test_cancelling_a_long_context_booking_does_not_leak():
     fresh.reset(options={"task_id": entry})
     assert fresh.backend.instances["TravelAPI"].credit_card_list[card]["balance"] == before
     reward, info, _ = run_episode(make_env(split="all"), OracleAgent(), options={"task_id": entry})
-    assert reward == 1.0, info["verification"]
+    assert reward == 1.0, info["verdict"]
 
 
 def _scribble(value, seen: set) -> None:

@@ -38,14 +38,14 @@ def bfcl_format_prompt():
 def episode_messages(env, task):
     """Every prompt the agent sees in a ground-truth episode: the messages before each action."""
     _, info = env.reset(options={"task": task})
-    prompts = [(info["messages"], info["tools"])]
+    prompts = [(env.unwrapped.messages, env.unwrapped.tools)]
     for calls in ground_truth_trajectory(task):
         for call in calls:
             *_, info = env.step(format_call(call))
-            prompts.append((info["messages"], info["tools"]))
+            prompts.append((env.unwrapped.messages, env.unwrapped.tools))
         _, _, terminated, _, info = env.step("Done.")
         if not terminated:
-            prompts.append((info["messages"], info["tools"]))
+            prompts.append((env.unwrapped.messages, env.unwrapped.tools))
     return prompts
 
 
@@ -62,9 +62,9 @@ def test_prompts_equal_bfcl_evals_own(index):
 def test_observation_lite_note_becomes_the_system_text_before_the_tools():
     env = make_bfcl_env(split="train", prompt_format="qwen_fc", surface=surface_preset("observation_lite")).unwrapped
     _, info = env.reset(seed=0)
-    assert info["messages"][0]["role"] == "system" and info["messages"][0]["content"].startswith("Observation note:")
-    text = qwen_fc_prompt(info["messages"], info["tools"])
-    assert text == bfcl_format_prompt()(info["messages"], info["tools"])
+    assert info["new_messages"][0]["role"] == "system" and info["new_messages"][0]["content"].startswith("Observation note:")
+    text = qwen_fc_prompt(info["new_messages"], info["tools"])
+    assert text == bfcl_format_prompt()(info["new_messages"], info["tools"])
     assert text.index("Observation note:") < text.index("# Tools") and text.endswith("<|im_start|>assistant\n")
 
 

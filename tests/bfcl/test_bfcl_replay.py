@@ -20,8 +20,8 @@ def test_ground_truth_replay_passes_all_800():
     for index in range(len(env.unwrapped.task_set)):
         reward, info, _ = run_episode(env, OracleAgent(), options={"index": index})
         if reward != 1.0:
-            failed[info["task_id"]] = [c["name"] for c in info["verification"]["checks"] if not c["passed"]]
-        labels = {lb["label"] for lb in info["turn_labels"]}
+            failed[info["task_id"]] = [c["name"] for c in info["verdict"]["checks"] if not c["passed"]]
+        labels = {lb["label"] for lb in info["step_labels"]}
         if labels != {"ok"}:
             odd_labels[info["task_id"]] = labels
     assert len(env.unwrapped.task_set) == 800

@@ -33,7 +33,7 @@ def test_payload_does_not_run(payload, tmp_path):
     assert not marker.exists()
     tools = env.unwrapped.specs
     assert all(e["kind"] != "ok" or e["tool"] in tools for e in info["events"])
-    assert info["turn_label"]["label"] in ("format_error", "unknown_tool", "ok")
+    assert info["step_label"]["label"] in ("format_error", "unknown_tool", "ok")
     after = env.unwrapped.backend.comparable_state()
     assert {k: v for k, v in after.items() if k != "_responses"} == {k: v for k, v in before.items() if k != "_responses"}
 

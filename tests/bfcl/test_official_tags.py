@@ -106,7 +106,7 @@ def test_tags_agree_with_the_official_rules_on_bfcl_eval(env, category):
                 info = play(env, task, trajectory, turns)
                 played = trajectory if turns is None else trajectory[:turns]
                 expected = official_tags_by_bfcl_eval(task, played)
-                assert info["official_tags"] == expected, (entry_id, kind, turns)
+                assert info["official_turn_tags"] == expected, (entry_id, kind, turns)
                 assert info["official_progress"] == pytest.approx(official_progress(expected))
                 seen.update(expected)
                 compared += 1
@@ -123,7 +123,7 @@ def _task(entry_id):
 def test_pass_and_correct_abstention(env):
     task = _task("multi_turn_miss_func_0")
     info = play(env, task, ground_truth_trajectory(task))
-    assert info["official_tags"] == ["pass", "pass", "correct_abstention", "pass", "pass"]
+    assert info["official_turn_tags"] == ["pass", "pass", "correct_abstention", "pass", "pass"]
     assert info["official_progress"] == 1.0
 
 
@@ -132,14 +132,14 @@ def test_spurious_tool_call_in_the_reveal_turn(env):
     trajectory = ground_truth_trajectory(task)
     trajectory[2] = [task.turns[0].plan[0]]
     info = play(env, task, trajectory)
-    assert info["official_tags"][2] == "spurious_tool_call"
-    assert info["official_progress"] == official_progress(info["official_tags"])
+    assert info["official_turn_tags"][2] == "spurious_tool_call"
+    assert info["official_progress"] == official_progress(info["official_turn_tags"])
 
 
 def test_unreached_turns_are_turns_without_calls(env):
     task = _task("multi_turn_miss_func_0")
     info = play(env, task, ground_truth_trajectory(task), turns=1)
-    assert info["official_tags"] == ["pass", "empty_turn_model_response", "correct_abstention",
+    assert info["official_turn_tags"] == ["pass", "empty_turn_model_response", "correct_abstention",
                                      "empty_turn_model_response", "empty_turn_model_response"]
     assert info["official_progress"] == pytest.approx(1 / 4)
 
@@ -148,11 +148,11 @@ def test_state_and_response_mismatch(env):
     task = _task("multi_turn_base_0")  # turns: cd mkdir mv | cd grep | sort | cd mv cd diff
     no_mv = ground_truth_trajectory(task)
     no_mv[0] = no_mv[0][:2]  # the file system differs from turn 0 on
-    assert play(env, task, no_mv)["official_tags"][0] == "state_mismatch"
+    assert play(env, task, no_mv)["official_turn_tags"][0] == "state_mismatch"
     no_sort = ground_truth_trajectory(task)
     no_sort[2] = [task.turns[1].plan[0]]  # cd instead of sort: sort only reads, so the state
     info = play(env, task, no_sort)       # still matches while its result is missing
-    assert info["official_tags"] == ["pass", "pass", "response_mismatch", "pass"]
+    assert info["official_turn_tags"] == ["pass", "pass", "response_mismatch", "pass"]
     assert info["official_progress"] == 0.75
 
 
@@ -200,24 +200,24 @@ def test_instance_mismatch_checker_error_and_gt_error(monkeypatch):
 
 def test_trajectory_scale_is_the_official_one_where_per_step_tags_differ():
     """The two cases of issue 15: out of steps after turn 0, and a passing run with a repeated call."""
-    from seal_envs import official_tag
-    from seal_envs.core.types import TurnLabel
+    from seal_envs import official_tag_of_step
+    from seal_envs.core.types import StepLabel
     from seal_trl.advantage_weights import trajectory_scale
 
     def per_step_scale(info):
-        return trajectory_scale(official_tag(TurnLabel.from_dict(d)) for d in info["turn_labels"])
+        return trajectory_scale(official_tag_of_step(StepLabel.from_dict(d)) for d in info["step_labels"])
 
     task = _task("multi_turn_base_0")  # 4 user turns; turn 0 is 3 calls and an answer
     short = make_env(split="all", max_steps=4).unwrapped
     info = play(short, task, ground_truth_trajectory(task))
-    assert info["official_tags"] == ["pass"] + ["empty_turn_model_response"] * 3
-    assert trajectory_scale(info["official_tags"]) == 1.375  # (1.0 + 3 x 1.5) / 4
+    assert info["official_turn_tags"] == ["pass"] + ["empty_turn_model_response"] * 3
+    assert trajectory_scale(info["official_turn_tags"]) == 1.375  # (1.0 + 3 x 1.5) / 4
     assert per_step_scale(info) == pytest.approx(1.125)  # 3 ok calls, the answer relabelled premature_end
 
     repeated = ground_truth_trajectory(task)
     repeated[1].append(repeated[1][-1])  # grep twice: a read, so the run still passes
     info = play(make_env(split="all").unwrapped, task, repeated)
-    assert info["verification"]["passed"] and info["official_tags"] == ["pass"] * 4
-    assert trajectory_scale(info["official_tags"]) == 1.0
-    steps = len(info["turn_labels"])
+    assert info["verdict"]["passed"] and info["official_turn_tags"] == ["pass"] * 4
+    assert trajectory_scale(info["official_turn_tags"]) == 1.0
+    steps = len(info["step_labels"])
     assert per_step_scale(info) == pytest.approx((steps - 1 + 2.0) / steps)  # one redundant call: 2.0

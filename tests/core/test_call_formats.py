@@ -76,20 +76,20 @@ def test_the_oracle_in_every_format_solves_tasks(name):
     env = gym.make("seal/ToolUse-v0", call_format=name)
     for seed in range(12):
         reward, info, _ = run_episode(env, OracleAgent(call_format=name), seed=seed)
-        assert reward == 1.0 and {lb["label"] for lb in info["turn_labels"]} == {"ok"}, (name, seed)
+        assert reward == 1.0 and {lb["label"] for lb in info["step_labels"]} == {"ok"}, (name, seed)
 
 
 def test_the_prompt_and_the_feedback_ask_for_the_format_in_use():
     for name, fmt in CALL_FORMATS.items():
         env = gym.make("seal/ToolUse-Bank-v0", call_format=name)
         _, info = env.reset(seed=0)
-        assert fmt.instruction in info["messages"][0]["content"]
+        assert fmt.instruction in info["new_messages"][0]["content"]
         for other in CALL_FORMATS.values():
             if other.name != name:
-                assert other.instruction not in info["messages"][0]["content"]
+                assert other.instruction not in info["new_messages"][0]["content"]
         env.unwrapped.surface = env.unwrapped.surface.apply(seal_envs.SurfacePatch("recovery", "format_error", 1, "t"))
         _, _, _, _, info = env.step("<|python_tag|>{")
-        assert info["turn_label"]["label"] == "format_error" and info["messages"][-1]["content"].endswith(fmt.example)
+        assert info["step_label"]["label"] == "format_error" and env.unwrapped.messages[-1]["content"].endswith(fmt.example)
     with pytest.raises(ValueError, match="unknown call format"):
         gym.make("seal/ToolUse-v0", call_format="xml")
 

@@ -56,5 +56,7 @@ def test_an_env_mid_episode_pickles_and_deep_copies():
     env = gym.make("seal/ToolUse-v0")
     _, info = env.reset(seed=1)
     action = OracleAgent().act(env, info)
-    steps = [e.step(action) for e in (pickle.loads(pickle.dumps(env)), copy.deepcopy(env), env)]
-    assert steps[0][0] == steps[1][0] == steps[2][0] and steps[0][4]["tools"] == steps[2][4]["tools"]
+    envs = (pickle.loads(pickle.dumps(env)), copy.deepcopy(env), env)
+    steps = [e.step(action) for e in envs]
+    assert steps[0][0] == steps[1][0] == steps[2][0] and steps[0][4] == steps[1][4] == steps[2][4]
+    assert envs[0].unwrapped.messages == envs[1].unwrapped.messages == envs[2].unwrapped.messages

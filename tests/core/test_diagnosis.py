@@ -7,8 +7,9 @@ import pytest
 
 from seal_envs.agents import OracleAgent, run_episode
 from seal_envs.core.calls import format_calls_hermes
-from seal_envs.core.diagnosis import LABELS, OFFICIAL_TAG, official_tag
-from seal_envs.core.types import ToolCall, TurnLabel
+from seal_envs.core.diagnosis import LABELS
+from seal_envs.core.official import OFFICIAL_TAG_OF_LABEL, official_tag_of_step
+from seal_envs.core.types import ToolCall, StepLabel
 from seal_envs.tasks import TaskSet
 
 DOMAINS = ("bank", "smarthome")
@@ -109,9 +110,9 @@ def crafted(domain):
 def test_crafted_trajectory_gets_its_label(domain, label):
     task, actions, at = crafted(domain)[label]
     info = run(domain, task, actions)
-    got = info["turn_labels"][at]
-    assert got["label"] == label, (task.task_id, info["turn_labels"])
-    assert not info["verification"]["passed"] or label == "redundant_call"
+    got = info["step_labels"][at]
+    assert got["label"] == label, (task.task_id, info["step_labels"])
+    assert not info["verdict"]["passed"] or label == "redundant_call"
 
 
 @pytest.mark.parametrize("domain", DOMAINS)
@@ -123,8 +124,8 @@ def test_env_error_is_the_envs_fault(domain):
         setattr(env.backend, call.name, lambda **kw: 1 / 0)
 
     info = run(domain, task, [call], patch=broken)
-    assert info["turn_labels"][0]["label"] == "env_error"
-    assert official_tag(TurnLabel.from_dict(info["turn_labels"][0])) == "checker_error"
+    assert info["step_labels"][0]["label"] == "env_error"
+    assert official_tag_of_step(StepLabel.from_dict(info["step_labels"][0])) == "checker_error"
 
 
 @pytest.mark.parametrize("domain", DOMAINS)
@@ -132,13 +133,13 @@ def test_oracle_only_gets_ok(domain):
     env = gym.make("seal/ToolUse-v0", domains=(domain,)).unwrapped
     for task in tasks(domain)[:60]:
         _, info, _ = run_episode(env, OracleAgent(), options={"task": task})
-        assert {lb["label"] for lb in info["turn_labels"]} == {"ok"}
+        assert {lb["label"] for lb in info["step_labels"]} == {"ok"}
 
 
 def test_official_tags_cover_every_label_and_abstention():
-    assert set(OFFICIAL_TAG) == set(LABELS)
-    assert official_tag(TurnLabel("ok", abstention=True)) == "correct_abstention"
-    assert official_tag(TurnLabel("spurious_call")) == "spurious_tool_call"
+    assert set(OFFICIAL_TAG_OF_LABEL) == set(LABELS)
+    assert official_tag_of_step(StepLabel("ok", abstention=True)) == "correct_abstention"
+    assert official_tag_of_step(StepLabel("spurious_call")) == "spurious_tool_call"
 
 
 def test_pluggable_grader_replaces_rules():
@@ -146,11 +147,11 @@ def test_pluggable_grader_replaces_rules():
 
     def grader(task, steps, verdict, specs):
         calls.append(len(steps))
-        return [TurnLabel("response_mismatch", turn=s.turn) for s in steps]
+        return [StepLabel("response_mismatch", turn=s.turn) for s in steps]
 
     env = gym.make("seal/ToolUse-Bank-v0", diagnoser=grader).unwrapped
     _, info, actions = run_episode(env, OracleAgent(), seed=0)
-    assert calls == [len(actions)] and {lb["label"] for lb in info["turn_labels"]} == {"response_mismatch"}
+    assert calls == [len(actions)] and {lb["label"] for lb in info["step_labels"]} == {"response_mismatch"}
 
 
 def test_a_turn_with_a_call_is_spurious_or_abstaining_never_both():
@@ -164,7 +165,7 @@ def test_a_turn_with_a_call_is_spurious_or_abstaining_never_both():
     call = ToolCall("get_balance", {"account_id": "A"})
     with_call = [StepRecord(0, "", (call,), (CallEvent("ok", "get_balance", result=1),)),
                  StepRecord(0, "Hi.", ends_turn=True)]
-    tags = [official_tag(lb) for lb in diagnose(task, with_call, verdict, {})]
+    tags = [official_tag_of_step(lb) for lb in diagnose(task, with_call, verdict, {})]
     assert "spurious_tool_call" in tags and "correct_abstention" not in tags
-    tags = [official_tag(lb) for lb in diagnose(task, [StepRecord(0, "Hi.", ends_turn=True)], verdict, {})]
+    tags = [official_tag_of_step(lb) for lb in diagnose(task, [StepRecord(0, "Hi.", ends_turn=True)], verdict, {})]
     assert tags == ["correct_abstention"]

@@ -137,11 +137,11 @@ def test_evolution_never_changes_semantics(index, agent_seed, ps):
     for a in actions:
         *_, info_e = evolved.step(a)
     assert evolved.backend.state == canonical.backend.state
-    assert info_e["verification"] == info_c["verification"]
-    assert [lb["label"] for lb in info_e["turn_labels"]] == [lb["label"] for lb in info_c["turn_labels"]]
+    assert info_e["verdict"] == info_c["verdict"]
+    assert [lb["label"] for lb in info_e["step_labels"]] == [lb["label"] for lb in info_c["step_labels"]]
     _, oracle_c, _ = run_episode(canonical, OracleAgent(), options={"task": task})
     _, oracle_e, _ = run_episode(evolved, OracleAgent(), options={"task": task})
-    assert oracle_c["verification"] == oracle_e["verification"] and oracle_e["verification"]["passed"]
+    assert oracle_c["verdict"] == oracle_e["verdict"] and oracle_e["verdict"]["passed"]
 
 
 def test_state_is_versioned_and_validated_with_the_field_named(tmp_path):

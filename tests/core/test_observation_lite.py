@@ -61,7 +61,7 @@ def test_evolver_patches_on_top_without_repeating_hints():
 def test_training_env_shows_it_and_evaluation_envs_refuse_it():
     env = gym.make("seal/ToolUse-v0", surface="observation_lite").unwrapped
     _, info = env.reset(seed=0)
-    assert info["messages"][0]["content"].endswith("\n\n" + OBSERVATION_LITE_NOTE)
+    assert info["new_messages"][0]["content"].endswith("\n\n" + OBSERVATION_LITE_NOTE)
     required = [p for t in info["tools"] for name, p in t["function"]["parameters"]["properties"].items()
                 if name in t["function"]["parameters"].get("required", [])]
     assert required and all(p["description"].endswith("[required]") or "Allowed values" in p["description"]
@@ -71,7 +71,7 @@ def test_training_env_shows_it_and_evaluation_envs_refuse_it():
             gym.make("seal/ToolUse-v0", surface="observation_lite", **kwargs)
     canonical = gym.make("seal/ToolUse-v0", split="test").unwrapped
     _, info = canonical.reset(seed=0)
-    assert OBSERVATION_LITE_NOTE not in info["messages"][0]["content"]
+    assert OBSERVATION_LITE_NOTE not in info["new_messages"][0]["content"]
 
 
 def test_bfcl_tool_description_word_for_word():

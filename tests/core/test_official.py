@@ -11,7 +11,7 @@ import seal_envs  # noqa: F401  (registers the ids)
 from seal_envs.agents import OracleAgent
 from seal_envs.core import verifier
 from seal_envs.core.official import (
-    CHECK_ERROR, CHECK_FAIL, OFFICIAL_TAGS, TurnFacts, guarded, official_score, official_turn_tag,
+    CHECK_ERROR, CHECK_FAIL, OFFICIAL_TAGS, TurnFacts, guarded, official_score, official_tag_of_turn,
 )
 from seal_envs.tasks import default_task_set
 
@@ -38,7 +38,7 @@ F = TurnFacts
     (F(False, 1, state=CHECK_ERROR, response=CHECK_FAIL), "checker_error"),
 ])
 def test_rules_in_order(facts, tag):
-    assert official_turn_tag(facts) == tag
+    assert official_tag_of_turn(facts) == tag
 
 
 def test_every_tag_is_reachable_and_progress_counts_scorable_turns():
@@ -70,7 +70,7 @@ def _oracle_episode(env, task, stop_turn=None, answer=None):
     agent = OracleAgent()
     agent.reset()
     while True:
-        action = answer if stop_turn is not None and env.turn == stop_turn else agent.act(env, info)
+        action = answer if stop_turn is not None and env.user_turn == stop_turn else agent.act(env, info)
         obs, reward, terminated, truncated, info = env.step(action)
         if terminated or truncated:
             return reward, info
@@ -82,7 +82,7 @@ def test_native_oracle_passes_every_turn_and_abstains_where_no_call_is_due():
     reward, info = _oracle_episode(env, task)
     assert reward == 1.0
     expected = ["correct_abstention" if not u.plan else "pass" for u in task.turns]
-    assert info["official_tags"] == expected
+    assert info["official_turn_tags"] == expected
     assert info["official_progress"] == 1.0
 
 
@@ -91,7 +91,7 @@ def test_native_spurious_call_empty_turn_and_unreached_turns():
     task = _task_with(lambda t: t.turns[0].plan and any(not u.plan for u in t.turns[1:]))
     env.reset(options={"task": task})
     _, info = env.force_end()
-    assert info["official_tags"] == ["correct_abstention" if not u.plan else "empty_turn_model_response"
+    assert info["official_turn_tags"] == ["correct_abstention" if not u.plan else "empty_turn_model_response"
                                      for u in task.turns]
     assert info["official_progress"] == 0.0
     # a call in the turn that needs none (the oracle everywhere else)
@@ -101,14 +101,14 @@ def test_native_spurious_call_empty_turn_and_unreached_turns():
     agent.reset()
     called = False
     while True:
-        if env.turn == empty and not called:
+        if env.user_turn == empty and not called:
             action, called = _call(task.turns[0].plan[0]), True
         else:
             action = agent.act(env, info)
         _, _, terminated, truncated, info = env.step(action)
         if terminated or truncated:
             break
-    assert info["official_tags"][empty] == "spurious_tool_call"
+    assert info["official_turn_tags"][empty] == "spurious_tool_call"
     assert info["official_progress"] == 1.0  # not scorable: the other turns passed
 
 
@@ -129,13 +129,13 @@ def test_native_state_and_response_mismatch():
     for call in task.turns[0].plan[:-1]:  # the last call, a write, never made
         env.step(_call(call))
     _, _, _, _, info = env.step("Done.")
-    assert info["official_tags"] == ["state_mismatch"]
+    assert info["official_turn_tags"] == ["state_mismatch"]
     env.reset(options={"task": task})
     for call in task.turns[0].plan:  # every call, then an answer without what the user asked
         env.step(_call(call))
     _, _, _, _, info = env.step("Done.")
-    assert [c["name"] for c in info["verification"]["checks"] if not c["passed"]] == ["response_turn_0"]
-    assert info["official_tags"] == ["response_mismatch"]
+    assert [c["name"] for c in info["verdict"]["checks"] if not c["passed"]] == ["response_turn_0"]
+    assert info["official_turn_tags"] == ["response_mismatch"]
 
 
 def test_native_gt_error_and_checker_error(monkeypatch):
@@ -156,13 +156,13 @@ def test_native_gt_error_and_checker_error(monkeypatch):
     reward, info = _oracle_episode(env, dataclasses.replace(task))
     monkeypatch.undo()
     assert reward == 0.0
-    assert info["official_tags"][:2] == ["pass", "gt_error"]
-    assert "ground truth raised: RuntimeError: reference broke" in str(info["verification"]["checks"])
+    assert info["official_turn_tags"][:2] == ["pass", "gt_error"]
+    assert "ground truth raised: RuntimeError: reference broke" in str(info["verdict"]["checks"])
 
     def broken(*args, **kwargs):
         raise ValueError("checker broke")
 
     monkeypatch.setattr(verifier, "canonical_json", broken)
     reward, info = _oracle_episode(env, task)
-    assert info["official_tags"] == ["checker_error"] * len(task.turns)
+    assert info["official_turn_tags"] == ["checker_error"] * len(task.turns)
     assert reward == 0.0

@@ -26,7 +26,7 @@ def test_a_customer_without_a_card_still_gives_a_solvable_task(seed, difficulty)
     assert all(card in state["cards"] for card in frozen)
     env = gym.make("seal/ToolUse-Bank-v0")
     reward, info, _ = run_episode(env, OracleAgent(), options={"task": task})
-    assert reward == 1.0 and info["verification"]["passed"]
+    assert reward == 1.0 and info["verdict"]["passed"]
 
 
 def test_tasks_that_generated_before_the_fix_are_unchanged():

@@ -254,7 +254,7 @@ def test_oracle_solves_a_sample():
     for index in range(0, 400, 23):
         reward, info, _ = run_episode(env, OracleAgent(), options={"index": index})
         assert reward == 1.0, info["task_id"]
-        assert {lb["label"] for lb in info["turn_labels"]} == {"ok"}
+        assert {lb["label"] for lb in info["step_labels"]} == {"ok"}
 
 
 def test_free_starts_are_the_hours_without_conflict_or_taken_room():

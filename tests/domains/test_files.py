@@ -201,7 +201,7 @@ def test_oracle_solves_generated_tasks(difficulty):
     env = gym.make("seal/ToolUse-v0", domains=("files",)).unwrapped
     for index in range(difficulty - 1, 40, 8):  # a files-only task set cycles difficulty 1..4
         reward, info, _ = run_episode(env, OracleAgent(), options={"index": index})
-        assert reward == 1.0 and {lb["label"] for lb in info["turn_labels"]} == {"ok"}, info["task_id"]
+        assert reward == 1.0 and {lb["label"] for lb in info["step_labels"]} == {"ok"}, info["task_id"]
 
 
 def test_generator_is_deterministic_across_processes():

@@ -250,4 +250,4 @@ def test_oracle_solves_a_sample():
     env = gym.make("seal/ToolUse-v0", domains=("shop",)).unwrapped
     for index in range(8):
         reward, info, _ = run_episode(env, OracleAgent(), options={"index": index})
-        assert reward == 1.0 and {lb["label"] for lb in info["turn_labels"]} == {"ok"}, info["task_id"]
+        assert reward == 1.0 and {lb["label"] for lb in info["step_labels"]} == {"ok"}, info["task_id"]

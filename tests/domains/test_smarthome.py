@@ -233,4 +233,4 @@ def test_oracle_solves_a_sample():
         for index in range(0, 200, 13):
             reward, info, _ = run_episode(env, OracleAgent(), options={"index": index, "split": split})
             assert reward == 1.0, info["task_id"]
-            assert {lb["label"] for lb in info["turn_labels"]} == {"ok"}
+            assert {lb["label"] for lb in info["step_labels"]} == {"ok"}

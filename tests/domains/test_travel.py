@@ -249,4 +249,4 @@ def test_oracle_solves_a_sample_of_tasks():
     env = gym.make("seal/ToolUse-Travel-v0").unwrapped
     for index in (0, 1, 2, 3, 101, 202, 303, 399):
         reward, info, _ = run_episode(env, OracleAgent(), options={"index": index})
-        assert reward == 1.0 and {lb["label"] for lb in info["turn_labels"]} == {"ok"}, info["task_id"]
+        assert reward == 1.0 and {lb["label"] for lb in info["step_labels"]} == {"ok"}, info["task_id"]

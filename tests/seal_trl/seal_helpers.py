@@ -42,7 +42,7 @@ class ScriptedPolicy:
             return self.GIVE_UP
         if behaviour == 1 and not base.steps:
             return self.BROKEN
-        return self.agents[id(env)].act(env, {"turn_index": base.turn})
+        return self.agents[id(env)].act(env, {"user_turn": base.user_turn})
 
     def __call__(self, prompts, max_new_tokens):
         from seal_trl.rollout import Generation
@@ -66,7 +66,7 @@ def cpu_args(tmp_path, **overrides):
         output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False, activation_checkpointing=False,
         report_to="none", save_strategy="no", logging_steps=1, learning_rate=1e-2, max_steps=2, seed=0,
         per_device_train_batch_size=4, num_generations=2, max_completion_length=384,
-        max_turns=5, max_new_tokens_per_turn=64, evolver_min_episodes=1, disable_tqdm=True,
+        max_episode_steps=5, max_new_tokens_per_step=64, evolver_min_episodes=1, disable_tqdm=True,
     )
     base.update(overrides)
     return SEALConfig(**base)

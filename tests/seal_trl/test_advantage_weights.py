@@ -15,7 +15,7 @@ from seal_trl.advantage_weights import (  # noqa: E402
     renormalize_mean_one,
     token_weights,
     trajectory_scale,
-    turn_weights,
+    step_weights,
 )
 
 
@@ -60,25 +60,25 @@ def test_trajectory_scale_clamps():
 
 def test_turn_weights_all():
     turns = [["spurious_tool_call"], "pass", ["response_mismatch", "instance_mismatch"], None, "env_error"]
-    assert turn_weights(turns, advantage=-1.0) == pytest.approx([2.0, 1.0, 0.75, 1.0, 1.0], abs=1e-12)
-    assert turn_weights(turns, advantage=+1.0) == pytest.approx([2.0, 1.0, 0.75, 1.0, 1.0], abs=1e-12)
+    assert step_weights(turns, advantage=-1.0) == pytest.approx([2.0, 1.0, 0.75, 1.0, 1.0], abs=1e-12)
+    assert step_weights(turns, advantage=+1.0) == pytest.approx([2.0, 1.0, 0.75, 1.0, 1.0], abs=1e-12)
 
 
 def test_turn_weights_sign_filter():
     turns = ["spurious_tool_call", "instance_mismatch"]
-    assert turn_weights(turns, -0.5, apply_to="negative") == [2.0, 0.6]
-    assert turn_weights(turns, +0.5, apply_to="negative") == [1.0, 1.0]
-    assert turn_weights(turns, +0.5, apply_to="positive") == [2.0, 0.6]
-    assert turn_weights(turns, -0.5, apply_to="positive") == [1.0, 1.0]
+    assert step_weights(turns, -0.5, apply_to="negative") == [2.0, 0.6]
+    assert step_weights(turns, +0.5, apply_to="negative") == [1.0, 1.0]
+    assert step_weights(turns, +0.5, apply_to="positive") == [2.0, 0.6]
+    assert step_weights(turns, -0.5, apply_to="positive") == [1.0, 1.0]
     # a zero advantage matches neither sign
-    assert turn_weights(turns, 0.0, apply_to="negative") == [1.0, 1.0]
-    assert turn_weights(turns, 0.0, apply_to="positive") == [1.0, 1.0]
+    assert step_weights(turns, 0.0, apply_to="negative") == [1.0, 1.0]
+    assert step_weights(turns, 0.0, apply_to="positive") == [1.0, 1.0]
     with pytest.raises(ValueError):
-        turn_weights(turns, 1.0, apply_to="sometimes")  # type: ignore[arg-type]
+        step_weights(turns, 1.0, apply_to="sometimes")  # type: ignore[arg-type]
 
 
 def test_turn_weights_clamp_and_custom_table():
-    assert turn_weights(["x", "y"], -1.0, {"x": 4.0, "y": 0.25}) == [2.0, 0.5]
+    assert step_weights(["x", "y"], -1.0, {"x": 4.0, "y": 0.25}) == [2.0, 0.5]
 
 
 def test_token_weights_expands_and_zeroes_env_tokens():

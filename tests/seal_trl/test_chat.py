@@ -53,7 +53,7 @@ def test_a_tokenizer_with_a_response_template_parses_its_own_output():
     env = gym.make("seal/ToolUse-Bank-v0")
     _, info = env.reset(seed=0)
     call = env.unwrapped.task.turns[0].plan[0]
-    prefix = tok.apply_chat_template(info["messages"], add_generation_prompt=True, tokenize=True)["input_ids"]
+    prefix = tok.apply_chat_template(info["new_messages"], add_generation_prompt=True, tokenize=True)["input_ids"]
 
     def ids(text):
         return tok(text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 from seal_trl.config import SEALConfig  # noqa: E402
-from seal_trl.token_weigher import TokenWeigher, turn_tag  # noqa: E402
+from seal_trl.token_weigher import TokenWeigher, step_tag  # noqa: E402
 
 
 def config(tmp_path, **kw):
@@ -26,11 +26,11 @@ def config(tmp_path, **kw):
     ({"min_scale": 0.0}, "min_scale=0.0"),
     ({"renormalize": True, "weighting": "trajectory"}, "renormalize"),
     ({"ema_tag_weights": True, "weighting": "none"}, "ema_tag_weights"),
-    ({"max_completion_length": 16, "max_new_tokens_per_turn": 32}, r"max_completion_length \(16\)"),
+    ({"max_completion_length": 16, "max_new_tokens_per_step": 32}, r"max_completion_length \(16\)"),
     ({"evolver_fade_threshold": 0.5, "evolver_raise_threshold": 0.4}, "0.5 and 0.4"),
     ({"tag_weights": "{not json"}, "tag_weights"),
     ({"tag_weights": {"pass": -1}}, "positive"),
-    ({"max_turns": 0}, "max_turns"),
+    ({"max_episode_steps": 0}, "max_episode_steps"),
 ])
 def test_config_rejects_inconsistent_values(tmp_path, kw, match):
     with pytest.raises(ValueError, match=match):
@@ -39,7 +39,7 @@ def test_config_rejects_inconsistent_values(tmp_path, kw, match):
 
 def test_config_parses_json_and_derives_env_kwargs(tmp_path):
     cfg = config(tmp_path, env_kwargs='{"reward_mode": "progress"}', tag_weights='{"format_error": 1.7}',
-                 max_turns=5)
+                 max_episode_steps=5)
     assert cfg.make_env_kwargs() == {"max_steps": 5, "reward_mode": "progress"}
     assert cfg.tag_weights == {"format_error": 1.7}
     assert cfg.evolver_kwargs()["window"] == cfg.evolver_window
@@ -52,18 +52,18 @@ INDEX = torch.tensor([[0, 0, -1, 1, 1, 1], [0, 0, 0, -1, -1, -1]])
 
 
 def test_turn_tags_follow_the_official_mapping():
-    assert turn_tag({"label": "format_error"}) == "empty_turn_model_response"
-    assert turn_tag({"label": "ok", "abstention": True}) == "correct_abstention"
-    assert turn_tag({"label": "format_error"}, "label") == "format_error"
+    assert step_tag({"label": "format_error"}) == "empty_turn_model_response"
+    assert step_tag({"label": "ok", "abstention": True}) == "correct_abstention"
+    assert step_tag({"label": "format_error"}, "label") == "format_error"
 
 
 def test_modes_and_apply_to():
     adv = torch.tensor([-1.0, 1.0])
-    w = TokenWeigher("turn").weights(INDEX, LABELS, adv)
+    w = TokenWeigher("step").weights(INDEX, LABELS, adv)
     assert w.tolist() == [[1.0, 1.0, 0.0, 1.5, 1.5, 1.5], [2.0, 2.0, 2.0, 0.0, 0.0, 0.0]]
     w = TokenWeigher("trajectory").weights(INDEX, LABELS, adv)
     assert w.tolist() == [[1.25, 1.25, 0.0, 1.25, 1.25, 1.25], [2.0, 2.0, 2.0, 0.0, 0.0, 0.0]]
-    w = TokenWeigher("turn", apply_to="negative").weights(INDEX, LABELS, adv)
+    w = TokenWeigher("step", apply_to="negative").weights(INDEX, LABELS, adv)
     assert w[1].tolist() == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]  # positive advantage: untouched
     w = TokenWeigher("none").weights(INDEX, LABELS, adv)
     assert w.tolist() == (INDEX >= 0).float().tolist()
@@ -71,23 +71,23 @@ def test_modes_and_apply_to():
 
 def test_renormalize_and_budget():
     adv = torch.tensor([-1.0, 1.0])
-    w = TokenWeigher("turn", renormalize=True).weights(INDEX, LABELS, adv)
+    w = TokenWeigher("step", renormalize=True).weights(INDEX, LABELS, adv)
     assert float(w[0][INDEX[0] >= 0].mean()) == pytest.approx(1.0)
     w = TokenWeigher("trajectory", budget_normalize=True).weights(INDEX, LABELS, adv)
     assert float(w.sum()) == pytest.approx(float((INDEX >= 0).sum()))
 
 
 def test_missing_labels_weigh_one_and_ema_moves_weights():
-    w = TokenWeigher("turn").weights(INDEX, [[], []], torch.tensor([1.0, 1.0]))
+    w = TokenWeigher("step").weights(INDEX, [[], []], torch.tensor([1.0, 1.0]))
     assert w.tolist() == (INDEX >= 0).float().tolist()
     from seal_trl.advantage_weights import EMATagWeights
 
-    weigher = TokenWeigher("turn", ema=EMATagWeights(alpha=0.5))
+    weigher = TokenWeigher("step", ema=EMATagWeights(alpha=0.5))
     before = weigher.tag_weights["empty_turn_model_response"]
     weigher.observe({"empty_turn_model_response": 3, "pass": 1})
     assert weigher.tag_weights["empty_turn_model_response"] > before
     state = weigher.state_dict()
-    other = TokenWeigher("turn", ema=EMATagWeights(alpha=0.5))
+    other = TokenWeigher("step", ema=EMATagWeights(alpha=0.5))
     other.load_state_dict(state)
     assert other.tag_weights["empty_turn_model_response"] == weigher.tag_weights["empty_turn_model_response"]
 

@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 import seal_envs  # noqa: E402,F401
+from seal_envs.core.frozen import thaw  # noqa: E402
 from seal_helpers import ScriptedPolicy, small_model  # noqa: E402
 from seal_trl.data import PromptTasks, env_reward, make_dataset, make_rollout_func, reset_args  # noqa: E402
 
@@ -29,7 +30,7 @@ def test_dataset_rows_carry_the_task_and_reproduce_it():
         seed, options = reset_args(row)
         _, info = env.reset(seed=seed, options=options)
         assert info["task_id"] == row["task_id"]
-        assert [m["content"] for m in info["messages"]] == [m["content"] for m in row["prompt"]]
+        assert [m["content"] for m in info["new_messages"]] == [m["content"] for m in row["prompt"]]
         assert json.loads(row["tools"]) == info["tools"]
     assert len(set(ds["task_id"])) == 6
 
@@ -55,7 +56,7 @@ def test_unmodified_grpo_trainer_trains_with_the_rollout_func(tok, tmp_path):
     scripted = ScriptedPolicy(tok)
     seen = []
     dataset = make_dataset(num_rows=4)
-    rollout_func = make_rollout_func("seal/ToolUse-v0", max_turns=4, max_new_tokens=64, generate_fn=scripted,
+    rollout_func = make_rollout_func("seal/ToolUse-v0", max_episode_steps=4, max_new_tokens=64, generate_fn=scripted,
                                      on_results=seen.append, tasks=dataset)
     args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, activation_checkpointing=False,
                       report_to="none", save_strategy="no", max_steps=1, per_device_train_batch_size=4,
@@ -72,7 +73,7 @@ def test_unmodified_grpo_trainer_trains_with_the_rollout_func(tok, tmp_path):
     # the two episodes of each group played the same task
     assert results[0].info["task_id"] == results[1].info["task_id"]
     assert results[2].info["task_id"] == results[3].info["task_id"]
-    assert scripted.calls == max(r.num_turns for r in results)
+    assert scripted.calls == max(r.num_steps for r in results)
     assert trainer.state.log_history[0]["rewards/env_reward/mean"] == pytest.approx(
         sum(r.reward for r in results) / 4)
     assert any(not torch.equal(before[n], p.detach()) for n, p in trainer.model.named_parameters())
@@ -89,7 +90,7 @@ def test_stock_rollout_func_evolves_the_surface_with_a_coevolution(tok, tmp_path
     co, by_hand = CoEvolution(evolver), CoEvolution(evolver)
     scripted = ScriptedPolicy(tok)
     dataset = make_dataset(num_rows=4)
-    rollout_func = make_rollout_func("seal/ToolUse-v0", max_turns=4, max_new_tokens=64, generate_fn=scripted,
+    rollout_func = make_rollout_func("seal/ToolUse-v0", max_episode_steps=4, max_new_tokens=64, generate_fn=scripted,
                                      coevolution=co, on_results=lambda rs: by_hand.evolve(r.info for r in rs),
                                      tasks=dataset)
     assert rollout_func.coevolution is co
@@ -140,7 +141,7 @@ def test_dataset_of_given_tasks_resets_to_exactly_those_tasks():
     env = gym.make("seal/ToolUse-Bank-v0")
     for row, task in zip(ds, tasks):
         _, info = env.reset(*(), **dict(zip(("seed", "options"), reset_args(row))))
-        assert info["task_id"] == task.task_id and info["messages"][1]["content"] == task.turns[0].message
+        assert info["task_id"] == task.task_id and info["new_messages"][1]["content"] == task.turns[0].message
 
 
 def test_rl_dataset_pools():

@@ -43,7 +43,7 @@ def prompts(tok, seeds):
     out = []
     for seed in seeds:
         _, info = gym.make("seal/ToolUse-v0").reset(seed=seed)
-        out.append(renderer.prompt_ids(info["messages"], info["tools"]))
+        out.append(renderer.prompt_ids(info["new_messages"], info["tools"]))
     return out
 
 
@@ -102,7 +102,7 @@ def test_a_sequence_that_rewrites_cached_tokens_is_resynced(model, tok):
 
 def test_generate_fn_contract_and_uncached_reference_agree_in_a_rollout(model, tok):
     def play(generate):
-        rollout = MultiTurnRollout(tok, generate, max_turns=4, max_new_tokens=10)
+        rollout = MultiTurnRollout(tok, generate, max_episode_steps=4, max_new_tokens=10)
         envs = [gym.make("seal/ToolUse-v0", max_steps=4) for _ in range(5)]
         return rollout, rollout.run(envs, [0, 0, 1, 2, 3])
 
@@ -111,11 +111,11 @@ def test_generate_fn_contract_and_uncached_reference_agree_in_a_rollout(model, t
     assert cached_rollout.generate._entries == {}  # every episode's cache was freed
     _, plain = play(engine(model, tok).__call__)  # the engine as a plain GenerateFn (nothing kept)
     _, reference = play(padded_generate_fn(model, tok))
-    turns = [r.num_turns for r in reference]
+    turns = [r.num_steps for r in reference]
     assert len(set(turns)) > 1  # episodes ended at different turns
     for a, b, c in zip(cached, plain, reference):
         assert a.completion_ids == b.completion_ids == c.completion_ids
-        assert a.env_mask == c.env_mask and a.num_turns == c.num_turns
+        assert a.env_mask == c.env_mask and a.num_steps == c.num_steps
     assert cached_rollout.generate.stats["reused"] > 0
 
 
@@ -188,7 +188,7 @@ def test_evaluation_sees_the_token_ids_training_sees(model, tok):
                       env_kwargs={"max_steps": 4})
 
     spy = Spy(engine(model, tok))
-    rollout = MultiTurnRollout(tok, spy, max_turns=4, max_new_tokens=10)
+    rollout = MultiTurnRollout(tok, spy, max_episode_steps=4, max_new_tokens=10)
     envs = [gym.make("seal/ToolUse-v0", split="test", evaluation=True, max_steps=4) for _ in indices]
     results = rollout.run(envs, [0] * len(indices), [{"split": "test", "index": i} for i in indices])
 

@@ -75,10 +75,10 @@ def test_trajectory_mode_weighs_official_tags_and_turn_mode_steps():
     labels = [{"label": "ok", "turn": 0}, {"label": "premature_end", "turn": 1}]
     official = ["pass", "empty_turn_model_response", "empty_turn_model_response", "empty_turn_model_response"]
     traj = TokenWeigher("trajectory")
-    assert traj.turn_weights(labels, 1.0, official) == [1.375, 1.375]  # (1 + 3 x 1.5) / 4
-    assert traj.turn_weights(labels, 1.0) == [1.25, 1.25]  # no official tags: one tag per step
-    assert TokenWeigher("trajectory", tag_source="label").turn_weights(labels, 1.0, official) == [1.0, 1.0]
-    assert TokenWeigher("turn").turn_weights(labels, 1.0, official) == [1.0, 1.5]
+    assert traj.step_weights(labels, 1.0, official) == [1.375, 1.375]  # (1 + 3 x 1.5) / 4
+    assert traj.step_weights(labels, 1.0) == [1.25, 1.25]  # no official tags: one tag per step
+    assert TokenWeigher("trajectory", tag_source="label").step_weights(labels, 1.0, official) == [1.0, 1.0]
+    assert TokenWeigher("step").step_weights(labels, 1.0, official) == [1.0, 1.5]
     counts, rewards = traj.tag_stats([labels], [official], [0.0])
     assert counts == {"pass": 1, "empty_turn_model_response": 3}
 
@@ -94,7 +94,7 @@ def test_dynamic_mode_from_config_and_exclusive_with_ema():
     assert weigher.tag_weights is weigher.dynamic
     weigher.observe({"state_mismatch": 32, "pass": 32}, {"state_mismatch": 0.0, "pass": 32.0}, epoch=0)
     assert weigher.dynamic["state_mismatch"] == pytest.approx(0.75 + 0.25 * 1.5)
-    assert weigher.turn_weights([{"label": "ok"}], 1.0, ["state_mismatch"]) == [pytest.approx(1.125)]
+    assert weigher.step_weights([{"label": "ok"}], 1.0, ["state_mismatch"]) == [pytest.approx(1.125)]
     restored = TokenWeigher.from_config(args)
     restored.load_state_dict(json.loads(json.dumps(weigher.state_dict())))
     assert restored.dynamic.state_dict() == weigher.dynamic.state_dict()

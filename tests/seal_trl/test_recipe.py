@@ -27,7 +27,7 @@ def test_the_file_states_the_papers_run():
     assert c["per_device_train_batch_size"] * processes * c["gradient_accumulation_steps"] == 8 * 8
     assert c["max_steps"] == 75 * 4 and c["eval_steps"] == 10 * 4  # 75 rollout batches, val every 10
     assert (c["learning_rate"], c["beta"], c["epsilon"], c["max_grad_norm"], c["temperature"]) == (1e-6, 0.001, 0.2, 1.0, 1.0)
-    assert (c["max_turns"], c["env_kwargs"]["max_steps"], c["max_completion_length"]) == (20, 20, 4096)
+    assert (c["max_episode_steps"], c["env_kwargs"]["max_steps"], c["max_completion_length"]) == (20, 20, 4096)
     assert c["weighting"] == "trajectory" and c["dynamic_tag_weights"] and c["dynamic_ema_beta"] == 0.25
     assert c["surface_preset"] == "observation_lite" and c["evolution"] is False
     assert c["use_vllm"] and c["load_best_model_at_end"] and c["metric_for_best_model"] == "eval_seal/success_rate"

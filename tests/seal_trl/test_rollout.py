@@ -18,7 +18,7 @@ from seal_trl.rollout import MultiTurnRollout, end_episode  # noqa: E402
 
 def play(tok, n=6, seeds=None, **kwargs):
     policy = ScriptedPolicy(tok)
-    rollout = MultiTurnRollout(tok, policy, **{"max_turns": 8, "max_new_tokens": 96, **kwargs})
+    rollout = MultiTurnRollout(tok, policy, **{"max_episode_steps": 8, "max_new_tokens": 96, **kwargs})
     policy.rollout = rollout
     envs = [gym.make("seal/ToolUse-v0", max_steps=8) for _ in range(n)]
     results = rollout.run(envs, seeds or [3, 3, 3, 4, 4, 4][:n])
@@ -27,7 +27,7 @@ def play(tok, n=6, seeds=None, **kwargs):
 
 def test_one_generate_call_per_turn_for_all_active_episodes(tok):
     rollout, policy, _, results = play(tok)
-    turns = [r.num_turns for r in results]
+    turns = [r.num_steps for r in results]
     assert max(turns) >= 2 and len(set(turns)) > 1  # multi-turn episodes of different lengths
     assert policy.calls == max(turns) == rollout.last_stats["generate_calls"]
     # call k serves exactly the episodes that still run at turn k
@@ -38,10 +38,10 @@ def test_one_generate_call_per_turn_for_all_active_episodes(tok):
 def test_tokens_are_the_rendered_conversation_with_model_and_env_parts(tok):
     _, _, envs, results = play(tok)
     for env, res in zip(envs, results):
-        assert len(res.completion_ids) == len(res.env_mask) == len(res.turn_index)
-        assert res.env_mask == [int(t >= 0) for t in res.turn_index]
-        assert sorted(set(res.turn_index) - {-1}) == list(range(res.num_turns))
-        assert len(res.turn_labels) == res.num_turns and "verification" in res.info
+        assert len(res.completion_ids) == len(res.env_mask) == len(res.step_index)
+        assert res.env_mask == [int(t >= 0) for t in res.step_index]
+        assert sorted(set(res.step_index) - {-1}) == list(range(res.num_steps))
+        assert len(res.step_labels) == res.num_steps and "verdict" in res.info
         # prompt + completion is exactly the template rendering of the whole conversation
         rendered = tok.apply_chat_template(res.info["messages"], tools=res.info["tools"], tokenize=False)
         assert tok.decode(res.prompt_ids + res.completion_ids) == rendered
@@ -55,7 +55,7 @@ def test_token_budget_ends_the_episode_with_a_diagnosis(tok):
     _, _, _, results = play(tok, n=3, seeds=[3, 3, 3], max_completion_length=40)
     for res in results:
         assert len(res.completion_ids) <= 40
-        assert res.info["turn_labels"] and "verification" in res.info
+        assert res.info["step_labels"] and "verdict" in res.info
     assert any(r.budget_truncated for r in results)
     assert all(not r.passed for r in results if r.budget_truncated)
 
@@ -65,17 +65,17 @@ def test_end_episode_runs_the_verifier(tok):
     env.reset(seed=3)
     env.step("<tool_call>{\"name\": \"nope\", \"arguments\": {}}</tool_call>")
     reward, info = end_episode(env)
-    assert reward == 0.0 and not info["verification"]["passed"]
-    assert len(info["turn_labels"]) == 1 and info["turn_labels"][0]["label"] == "unknown_tool"
+    assert reward == 0.0 and not info["verdict"]["passed"]
+    assert len(info["step_labels"]) == 1 and info["step_labels"][0]["label"] == "unknown_tool"
 
 
 def test_real_model_rollout_counts_calls(tok):
     model = small_model(tok)
-    rollout = MultiTurnRollout(tok, model, max_turns=2, max_new_tokens=4, max_completion_length=32)
+    rollout = MultiTurnRollout(tok, model, max_episode_steps=2, max_new_tokens=4, max_completion_length=32)
     envs = [gym.make("seal/ToolUse-v0", max_steps=2) for _ in range(2)]
     results = rollout.run(envs, [1, 1])
-    assert rollout.generate_calls == max(r.num_turns for r in results)
-    assert all(len(r.completion_ids) <= 32 and r.info["turn_labels"] for r in results)
+    assert rollout.generate_calls == max(r.num_steps for r in results)
+    assert all(len(r.completion_ids) <= 32 and r.info["step_labels"] for r in results)
     assert results[0].logprobs is None
 
 
@@ -120,26 +120,28 @@ class ToolsChangeEnv(gym.Env):
         super().reset(seed=seed)
         self.messages = [{"role": "user", "content": "go"}]
         self.tools = [{"type": "function", "function": {"name": "a", "parameters": {}}}]
-        return "", {"messages": list(self.messages), "tools": list(self.tools)}
+        return "", {"new_messages": list(self.messages), "tools": list(self.tools)}
 
     def step(self, action):
-        self.messages += [{"role": "assistant", "content": action}, {"role": "user", "content": "more"}]
+        new = [{"role": "assistant", "content": action}, {"role": "user", "content": "more"}]
+        self.messages += new
         done = len(self.messages) > 3
+        info = {"new_messages": new}  # the env contract: what changed, and tools only when they did
         if not done:
             self.tools = self.tools + [{"type": "function", "function": {"name": "b", "parameters": {}}}]
-        info = {"messages": list(self.messages), "tools": list(self.tools)}
+            info["tools"] = list(self.tools)
         if done:
-            info |= {"verification": {"passed": True}, "turn_labels": [{"label": "ok"}, {"label": "ok"}]}
+            info |= {"verdict": {"passed": True}, "step_labels": [{"label": "ok"}, {"label": "ok"}]}
         return "", float(done), done, False, info
 
 
 def test_a_changed_tool_list_is_announced_in_the_env_tokens(tok):
     said = tok("ok", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
-    rollout = MultiTurnRollout(tok, lambda prompts, n: [said for _ in prompts], max_turns=4, max_new_tokens=8)
+    rollout = MultiTurnRollout(tok, lambda prompts, n: [said for _ in prompts], max_episode_steps=4, max_new_tokens=8)
     (res,) = rollout.run([ToolsChangeEnv()], [0])
     env_text = tok.decode([t for t, m in zip(res.completion_ids, res.env_mask) if not m])
     assert "The available tools changed" in env_text and '"name": "b"' in env_text
-    assert res.num_turns == 2 and res.passed and rollout.generate_calls == 2
+    assert res.num_steps == 2 and res.passed and rollout.generate_calls == 2
 
 
 def test_delta_is_the_token_suffix_for_a_prefix_stable_template(tok):

@@ -57,7 +57,7 @@ class TaskScriptedPolicy(ScriptedPolicy):
             return self.GIVE_UP
         if not base.steps:
             self.agents[id(env)] = OracleAgent()
-        return self.agents[id(env)].act(env, {"turn_index": base.turn})
+        return self.agents[id(env)].act(env, {"user_turn": base.user_turn})
 
 
 def _trainer(tok, tmp_path, dataset, mixed, **overrides):

@@ -14,8 +14,8 @@ def test_seal_train_writes_a_run_folder(tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "seal_cli", "train", "--out", str(out), "--model", "tiny", "--env",
            "seal/ToolUse-v0", "--steps", "2", "--tasks-per-step", "2", "--num-generations", "2", "--max-new-tokens",
-           "16", "--max-turns", "2", "--eval-tasks", "2", "--evolution", "--weighting", "turn",
-           "--set", "max_turns=1"]  # --set reaches SEALConfig after the flags: one turn per episode
+           "16", "--max-episode-steps", "2", "--eval-tasks", "2", "--evolution", "--weighting", "step",
+           "--set", "max_episode_steps=1"]  # --set reaches SEALConfig after the flags: one turn per episode
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "%|" in done.stderr  # progress bars without --quiet (the other run below is --quiet)
@@ -63,7 +63,7 @@ def test_seal_train_defaults_start_from_the_shipped_agent(tmp_path):
     every progress bar but no result."""
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "seal_cli", "train", "--out", str(out), "--steps", "1", "--tasks-per-step", "1",
-           "--num-generations", "2", "--eval-tasks", "2", "--max-turns", "3", "--threads", "1", "--quiet"]
+           "--num-generations", "2", "--eval-tasks", "2", "--max-episode-steps", "3", "--threads", "1", "--quiet"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     # --quiet: no bar at all (ours, the Trainer's, transformers' "Writing model shards"), the results still printed

@@ -11,7 +11,7 @@ pytest.importorskip("trl")
 
 from seal_helpers import ScriptedPolicy, cpu_args, small_model  # noqa: E402
 
-from seal_envs import TurnLabel, official_tag  # noqa: E402
+from seal_envs import StepLabel, official_tag_of_step  # noqa: E402
 from seal_trl.data import make_dataset  # noqa: E402
 from seal_envs.run_folder import SEAL_STATE_FILE  # noqa: E402
 from seal_trl.trainer import SEALGRPOTrainer  # noqa: E402
@@ -35,7 +35,7 @@ class SpyTrainer(SEALGRPOTrainer):
             "labels": [inp["seal_turn_labels"] for inp in inputs],
             "official": [inp["seal_official_tags"] for inp in inputs],
             "task_ids": [inp["seal_task_id"] for inp in inputs],
-            "turn_index": [inp["seal_turn_index"] for inp in inputs],
+            "step_index": [inp["seal_step_index"] for inp in inputs],
         })
         return out
 
@@ -58,7 +58,7 @@ def make_trainer(tok, tmp_path, cls=SpyTrainer, dataset_rows=8, policy=True, **o
 def expected_turn_weight(mode: str, labels: list[dict], turn: int, official: list[str]) -> float:
     """The weight of a turn's tokens, computed here from the official table (not the trainer's code):
     trajectory mode weighs the episode's official per-user-turn tags, turn mode each step's tag."""
-    tags = [official_tag(TurnLabel.from_dict(d)) for d in labels]
+    tags = [official_tag_of_step(StepLabel.from_dict(d)) for d in labels]
     clamp = lambda x: min(max(x, 0.5), 2.0)  # noqa: E731
     if mode == "none":
         return 1.0
@@ -71,7 +71,7 @@ def expected_advantages(mode: str, gen: dict) -> torch.Tensor:
     batch, width = gen["completion_ids"].shape
     expected = torch.zeros(batch, width)
     for b in range(batch):
-        for t, turn in enumerate(gen["turn_index"][b]):
+        for t, turn in enumerate(gen["step_index"][b]):
             weight = expected_turn_weight(mode, gen["labels"][b], turn, gen["official"][b]) if turn >= 0 else 0.0
             expected[b, t] = gen["base"][b] * weight
     return expected
@@ -85,7 +85,7 @@ def find_row(gen: dict, prompt_ids: torch.Tensor, completion_ids: torch.Tensor) 
 
 
 def check_loss_inputs(trainer: SpyTrainer, mode: str) -> None:
-    """Every loss call receives base advantage x turn weight on model tokens and 0 on env tokens."""
+    """Every loss call receives base advantage x step weight on model tokens and 0 on env tokens."""
     assert trainer.spy_losses
     for loss in trainer.spy_losses:
         gen = next(g for g in trainer.spy_generations if g["completion_ids"].size(1) == loss["completion_ids"].size(1)
@@ -94,7 +94,7 @@ def check_loss_inputs(trainer: SpyTrainer, mode: str) -> None:
         expected = expected_advantages(mode, gen)
         # the env mask agrees with the turn index: model tokens are exactly those of a turn
         model_tokens = torch.tensor([[int(t >= 0) for t in idx] + [0] * (expected.size(1) - len(idx))
-                                     for idx in gen["turn_index"]])
+                                     for idx in gen["step_index"]])
         assert torch.equal(model_tokens, (gen["tool_mask"] * gen["completion_mask"]).long())
         for r in range(loss["advantages"].size(0)):
             b = find_row(gen, loss["prompt_ids"][r], loss["completion_ids"][r])
@@ -102,7 +102,7 @@ def check_loss_inputs(trainer: SpyTrainer, mode: str) -> None:
             torch.testing.assert_close(loss["advantages"][r], expected[b], rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("mode", ["none", "trajectory", "turn"])
+@pytest.mark.parametrize("mode", ["none", "trajectory", "step"])
 def test_two_steps_per_mode_give_expected_token_advantages(tok, tmp_path, mode):
     trainer, scripted = make_trainer(tok, tmp_path, weighting=mode)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
@@ -113,7 +113,7 @@ def test_two_steps_per_mode_give_expected_token_advantages(tok, tmp_path, mode):
     labels = {d["label"] for g in trainer.spy_generations for row in g["labels"] for d in row}
     assert {"ok", "format_error"} <= labels
     assert any(float(g["base"].abs().sum()) > 0 for g in trainer.spy_generations)
-    assert max(max(idx) for g in trainer.spy_generations for idx in g["turn_index"]) >= 1
+    assert max(max(idx) for g in trainer.spy_generations for idx in g["step_index"]) >= 1
     for g in trainer.spy_generations:  # a GRPO group plays one task; the budget bounds the whole episode
         assert all(g["task_ids"][i] == g["task_ids"][i + 1] for i in range(0, len(g["task_ids"]), 2))
         assert g["completion_ids"].size(1) <= trainer.args.max_completion_length
@@ -129,14 +129,14 @@ def test_two_steps_per_mode_give_expected_token_advantages(tok, tmp_path, mode):
 
 
 def test_weights_apply_once_with_iterations_and_accumulation(tok, tmp_path):
-    trainer, _ = make_trainer(tok, tmp_path, weighting="turn", num_iterations=2, gradient_accumulation_steps=2,
+    trainer, _ = make_trainer(tok, tmp_path, weighting="step", num_iterations=2, gradient_accumulation_steps=2,
                               steps_per_generation=2, max_steps=2, per_device_train_batch_size=2)
     trainer.train()
     # one generation batch served 2 slices x 2 iterations = 4 loss calls
     assert len(trainer.spy_generations) == 1 and len(trainer.spy_losses) == 4
-    check_loss_inputs(trainer, "turn")
+    check_loss_inputs(trainer, "step")
     gen = trainer.spy_generations[0]
-    torch.testing.assert_close(gen["advantages"], expected_advantages("turn", gen), rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(gen["advantages"], expected_advantages("step", gen), rtol=1e-6, atol=1e-6)
 
 
 def test_checkpoint_resume_restores_surface_and_evolver(tok, tmp_path):
@@ -172,7 +172,7 @@ def test_peft_lora_takes_a_step(tok, tmp_path):
 
 
 def test_trainer_samples_with_its_own_model_and_evaluates_on_canonical_envs(tok, tmp_path):
-    trainer, _ = make_trainer(tok, tmp_path, policy=False, max_steps=1, max_turns=2, max_new_tokens_per_turn=8,
+    trainer, _ = make_trainer(tok, tmp_path, policy=False, max_steps=1, max_episode_steps=2, max_new_tokens_per_step=8,
                               max_completion_length=48, per_device_train_batch_size=2, per_device_eval_batch_size=2)
     trainer.eval_dataset = make_dataset(split="test", num_rows=1)
     trainer.train()

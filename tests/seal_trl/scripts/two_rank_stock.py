@@ -57,7 +57,7 @@ def main(out: Path, policy_kind: str) -> None:
         local.evolve(r.info for r in results)
 
     dataset = make_dataset(num_rows=8)
-    rollout_func = make_rollout_func("seal/ToolUse-v0", max_turns=4, max_new_tokens=48 if policy else 8,
+    rollout_func = make_rollout_func("seal/ToolUse-v0", max_episode_steps=4, max_new_tokens=48 if policy else 8,
                                      generate_fn=policy, coevolution=co, on_results=on_results, tasks=dataset)
     if policy is not None:
         policy.rollout = LazyRollout(rollout_func)
@@ -78,7 +78,7 @@ def main(out: Path, policy_kind: str) -> None:
              "evolver": co.evolver.to_json(), "updates": co.evolver.updates,
              "local_surface": local.surface.to_json(),
              "env_surfaces": [env.unwrapped.surface.to_json() for env in rollout_func.pool.envs],
-             "labels": sorted({d["label"] for batch in seen for r in batch for d in r.turn_labels}),
+             "labels": sorted({d["label"] for batch in seen for r in batch for d in r.step_labels}),
              "episodes": sum(len(batch) for batch in seen)}
     (out / f"rank{state['rank']}.json").write_text(json.dumps(state))
 

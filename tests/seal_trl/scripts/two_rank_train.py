@@ -35,7 +35,7 @@ def engine_probe(trainer, tok) -> dict:
 
 def main(out: Path) -> None:
     tok = build_tiny_tokenizer()
-    args = cpu_args(out, per_device_train_batch_size=2, num_generations=2, max_steps=2, weighting="turn",
+    args = cpu_args(out, per_device_train_batch_size=2, num_generations=2, max_steps=2, weighting="step",
                     evolver_raise_threshold=0.2, evolver_fade_threshold=0.0, budget_normalize=True,
                     ddp_backend="gloo")
     trainer = SEALGRPOTrainer(model=small_model(tok), args=args, train_dataset=make_dataset(num_rows=8),
@@ -47,7 +47,7 @@ def main(out: Path) -> None:
     state = {"engine": engine_probe(trainer, tok), "rank": trainer.accelerator.process_index, "world": trainer.accelerator.num_processes,
              "step": trainer.state.global_step, "surface": trainer.seal_coevolution.surface.to_json(),
              "evolver": trainer.seal_coevolution.evolver.to_json(), "generate_calls": policy.calls,
-             "labels": sorted({d["label"] for r in trainer._seal_results for d in r.turn_labels})}
+             "labels": sorted({d["label"] for r in trainer._seal_results for d in r.step_labels})}
     (out / f"rank{state['rank']}.json").write_text(json.dumps(state))
 
 

@@ -1,8 +1,8 @@
-"""The recipe search's paired comparison: per-task differences on shared tasks and seeds."""
+"""The sweep's paired comparison: per-task differences on shared tasks and seeds."""
 
 from pathlib import Path
 
-from benchmarks.recipe import paired
+from benchmarks.sweep import paired
 
 
 def _row(variant, seed, passed, tasks=4):
@@ -22,7 +22,7 @@ def test_paired_counts_wins_and_losses_per_task_and_seed():
 
 
 def test_study_runs_every_arm_over_three_seeds_paired_against_stock_grpo():
-    from benchmarks.recipe import STUDY, VARIANTS, command, parse_args
+    from benchmarks.sweep import STUDY, VARIANTS, command, parse_args
 
     args = parse_args(["--study", "--out", "runs/x"])
     assert args.variants == list(STUDY) and args.seeds == [0, 1, 2] and args.baseline == "arm_grpo"
@@ -30,15 +30,15 @@ def test_study_runs_every_arm_over_three_seeds_paired_against_stock_grpo():
     assert set(STUDY) <= set(VARIANTS)
     quick = parse_args(["--study", "--quick"])
     assert quick.variants == list(STUDY) and quick.seeds == [0] and (quick.steps, quick.eval_tasks) == (2, 20)
-    cmd = command(Path("runs/q"), "arm_turn", 0, quick.steps, quick.eval_tasks, None)
+    cmd = command(Path("runs/q"), "arm_step", 0, quick.steps, quick.eval_tasks, None)
     assert cmd[cmd.index("--steps") + 1] == "2" and cmd[cmd.index("--eval-tasks") + 1] == "20"
-    assert cmd[cmd.index("--weighting") + 1] == "turn"
+    assert cmd[cmd.index("--weighting") + 1] == "step"
 
 
 def test_quick_needs_study():
     import pytest
 
-    from benchmarks.recipe import parse_args
+    from benchmarks.sweep import parse_args
 
     with pytest.raises(SystemExit):
         parse_args(["--quick"])

@@ -1,18 +1,18 @@
-"""The GRPO recipe search behind ``seal train``'s defaults: variants x seeds, one table and one plot.
+"""A sweep of `seal train` runs (recipe variants x seeds) behind its defaults: one table and one plot.
 
 Every run is ``seal train`` itself (the shipped default agent, the bank env, greedy evaluation of
 the same held-out test tasks before and after), with one variant's flags on top of the recipe:
 
-    python -m benchmarks.recipe --variants recipe filter --seeds 0 1 2 --workers 2 --out runs/recipe
-    python -m benchmarks.recipe --out runs/recipe --report-only     # table.md and recipe.png again
+    python -m benchmarks.sweep --variants recipe filter --seeds 0 1 2 --workers 2 --out runs/recipe
+    python -m benchmarks.sweep --out runs/recipe --report-only     # table.md and recipe.png again
 
 ``--study`` is the efficacy study on this recipe (issue 13): the SEAL arms in ``STUDY`` x seeds
 0-2, two at a time, paired against stock GRPO (about 1.5 hours on 2 cores); ``--quick`` is the
 same pipeline at 2 updates, 20 evaluation tasks and one seed (a few minutes), to check that it
 runs, not to measure:
 
-    python -m benchmarks.recipe --study --out runs/arms
-    python -m benchmarks.recipe --study --quick --out runs/arms-quick
+    python -m benchmarks.sweep --study --out runs/arms
+    python -m benchmarks.sweep --study --quick --out runs/arms-quick
 
 Runs are resumable (a run folder with ``evaluation.json`` is done and skipped). Each run uses one
 torch thread; ``--workers 2`` runs two at a time, each pinned to its own core when ``taskset``
@@ -34,7 +34,7 @@ from pathlib import Path
 from seal_envs.run_folder import EVALUATION_FILE, METRICS_FILE
 
 #: Flags on top of ``seal train``'s defaults (seal_trl.train.RECIPE) of the day each round ran:
-#: the defaults moved twice (16 updates and KL 0.04 after the second round; turn weighting after
+#: the defaults moved twice (16 updates and KL 0.04 after the second round; step weighting after
 #: the efficacy arms), and docs/benchmarks.md states each round's. The arms spell their weighting.
 VARIANTS: dict[str, list[str]] = {
     "recipe": [],
@@ -50,13 +50,13 @@ VARIANTS: dict[str, list[str]] = {
     "group_16": ["--num-generations", "16", "--tasks-per-step", "4"],
     "beta_0.04": ["--beta", "0.04"],
     "loss_grpo": ["--loss-type", "grpo"],
-    "seal": ["--weighting", "turn", "--evolution"],
+    "seal": ["--weighting", "step", "--evolution"],
     # 2026-12-04, second round: fresh RL tasks (the default since; --rl-tasks) on difficulties 2-3, 40 updates
     "fresh_d2_3": ["--difficulties", "2,3", "--steps", "40"],
     "fresh_d2_3_beta": ["--difficulties", "2,3", "--steps", "40", "--beta", "0.04"],
     "fresh_d2_beta_60": ["--difficulties", "2", "--steps", "60", "--beta", "0.04"],
     "fresh_d2_3_beta_iters2": ["--difficulties", "2,3", "--steps", "40", "--beta", "0.04", "--num-iterations", "2"],
-    "fresh_d2_3_blame": ["--difficulties", "2,3", "--steps", "40", "--weighting", "turn", "--set", "tag_source=label",
+    "fresh_d2_3_blame": ["--difficulties", "2,3", "--steps", "40", "--weighting", "step", "--set", "tag_source=label",
                          "--set", 'tag_weights={"ok": 0.05}', "--set", "apply_to=negative", "--set", "min_scale=0.05",
                          "--set", "renormalize=true"],
     # third round: sub-goal reward to reach difficulty 4 (no sample ever passes it), and a slower step under KL
@@ -77,22 +77,22 @@ VARIANTS: dict[str, list[str]] = {
                           "--set", "warmup_steps=2"],
     # the efficacy arms on the working recipe (issue 13 item 4): `seal train`'s defaults plus one SEAL part each
     "arm_grpo": ["--weighting", "none"],
-    "arm_turn": ["--weighting", "turn"],
+    "arm_step": ["--weighting", "step"],
     "arm_apatch": ["--weighting", "trajectory"],
     "arm_evolution": ["--weighting", "none", "--evolution"],
-    "arm_seal": ["--weighting", "turn", "--evolution"],
+    "arm_seal": ["--weighting", "step", "--evolution"],
     "arm_obslite": ["--weighting", "none", "--surface", "observation_lite"],
     # at the default thresholds (raise 0.3) no channel of this agent fires (worst scope 0.22): lower ones
     "arm_evolution_t15": ["--weighting", "none", "--evolution", "--set", "evolver_raise_threshold=0.15",
                           "--set", "evolver_fade_threshold=0.05"],
-    "arm_seal_t15": ["--weighting", "turn", "--evolution", "--set", "evolver_raise_threshold=0.15",
+    "arm_seal_t15": ["--weighting", "step", "--evolution", "--set", "evolver_raise_threshold=0.15",
                      "--set", "evolver_fade_threshold=0.05"],
 }
 
 #: The efficacy study's arms: stock GRPO and one SEAL part each. The default-threshold evolution
 #: arms are left out: at this agent's failure rates nothing evolves, so they repeat arm_grpo and
-#: arm_turn bit for bit (docs/benchmarks.md).
-STUDY = ("arm_grpo", "arm_turn", "arm_apatch", "arm_evolution_t15", "arm_seal_t15", "arm_obslite")
+#: arm_step bit for bit (docs/benchmarks.md).
+STUDY = ("arm_grpo", "arm_step", "arm_apatch", "arm_evolution_t15", "arm_seal_t15", "arm_obslite")
 STUDY_SEEDS = (0, 1, 2)
 QUICK = {"seeds": (0,), "steps": 2, "eval_tasks": 20}
 

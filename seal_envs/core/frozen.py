@@ -1,0 +1,60 @@
+"""Immutable JSON values: what the env hands out without copying.
+
+Why: the conversation and the tool list are read at every step by rollouts, agents and
+wrappers, and copying them into every ``info`` was most of a step's cost (issue 27). A value
+that cannot be changed can be shared by the env and every reader, and episodes stay isolated
+because nobody can write through what they were given. ``FrozenDict`` is a ``dict`` (so
+``json.dumps``, chat templates and ``isinstance(m, dict)`` accept it) whose mutators raise;
+lists become tuples. ``thaw`` gives a plain, mutable deep copy for a caller who wants to edit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["FrozenDict", "freeze", "thaw"]
+
+
+def _refuse(self, *args, **kwargs):
+    raise TypeError("this value is shared and read-only; thaw() it (or dict() it) for a copy to change")
+
+
+class FrozenDict(dict):
+    """A read-only ``dict``; hashable neither by design nor by accident (values may be tuples)."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse
+    __ior__ = _refuse
+
+    def __copy__(self) -> "FrozenDict":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "FrozenDict":
+        return self
+
+    def __reduce__(self):
+        return (FrozenDict, (dict(self),))
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({dict.__repr__(self)})"
+
+
+def freeze(value: Any) -> Any:
+    """``value`` with every dict a :class:`FrozenDict` and every list a tuple (already frozen
+    parts are kept, not rebuilt)."""
+    if isinstance(value, FrozenDict):
+        return value
+    if isinstance(value, dict):
+        return FrozenDict({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """A plain deep copy: dicts and lists again, the caller's to change."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(v) for v in value]
+    return value
