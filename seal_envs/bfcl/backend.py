@@ -38,7 +38,7 @@ from seal_envs.core.backend import unavailable
 from seal_envs.core.calls import ParsedAction
 from seal_envs.core.datacopy import deep_copy, deep_copy_objects
 from seal_envs.core.types import CallEvent, ToolCall, ToolSpec
-from seal_envs.core.validation import validate_arguments
+from seal_envs.core.validation import schema_typed, validate_arguments
 
 from . import loader
 from .parse import parse_bfcl_action
@@ -256,7 +256,7 @@ class BFCLBackend:
                                           hint=error.problem))
         try:  # as in bfcl-eval, turning the result into text is part of the call (a huge int fails there)
             with _NoGlobalPrecision():
-                result = method(**deep_copy(dict(call.arguments)))
+                result = method(**schema_typed(self.specs[call.name].parameters, deep_copy(dict(call.arguments))))
                 text = result_text(result)
                 value = jsonable(result)  # at the precision the call asked for
         except Exception as e:  # noqa: BLE001 - bfcl-eval records every exception as the call's result

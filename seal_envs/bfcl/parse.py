@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from seal_envs.core.calls import MAX_DEPTH, FormatError, ParsedAction, check_calls, parse_action
+from seal_envs.core.calls import MAX_DEPTH, FormatError, ParsedAction, check_calls, parse_action, plain_action
 from seal_envs.core.types import ToolCall
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.DOTALL)
@@ -128,6 +128,7 @@ def parse_bfcl_action(action: Any, signatures: Mapping[str, Sequence[str]],
     """Every format :func:`seal_envs.core.calls.parse_action` accepts, plus BFCL's Python syntax.
 
     Text that is not a call stays an answer that ends the turn; ``[]`` is "no call" too."""
+    action = plain_action(action)
     if isinstance(action, str) and action.strip() == "[]":
         return ParsedAction((), "")
     parsed = parse_action(action, schemas)
