@@ -23,6 +23,19 @@ of bfcl-eval's tools do work that grows with an argument, ``MathAPI.power`` with
 it process-wide, in ``mpmath.mp`` and the thread's ``decimal`` context). Those arguments are
 bounded far above anything the ground truth uses, and every call runs inside a local ``decimal``
 context with ``mpmath``'s precision restored afterwards, so no call leaves process-wide state.
+
+State bounds (``STATE_LIMITS``, a ``tool_error`` past one, the class's state put back as it was
+before the call): bfcl-eval's file system shares data between directories (``mv`` gives the
+moved directory the old one's contents dict, ``cp`` copies a directory's contents shallowly),
+so a few dozen ``cp``/``mv`` calls double the tree that every walk sees (the checker's, ``find``,
+``du``) every few calls, and ``cp(source='d', destination='d')`` makes a directory that contains
+itself. After every call the called class's state is walked as the checker walks it (a shared
+subtree counts each time it is reached; from every attribute, and from the top of the current
+directory's ``parent`` chain, which ``cd ..`` can reach when it is no longer under ``root``),
+and refused past :data:`MAX_STATE_VALUES` values, :data:`MAX_STATE_CHARS` characters or
+:data:`MAX_STATE_DEPTH` levels (a directory inside itself is infinitely deep). The largest
+initial state of the 800 entries, counted so, has 1,998 values, 73,570 characters and depth 9;
+a walk at the bound takes milliseconds.
 """
 
 from __future__ import annotations
@@ -36,7 +49,7 @@ from typing import Any, Iterable, Mapping
 
 from seal_envs.core.backend import unavailable
 from seal_envs.core.calls import ParsedAction
-from seal_envs.core.datacopy import deep_copy, deep_copy_objects
+from seal_envs.core.datacopy import ObjectSnapshot, deep_copy, deep_copy_objects
 from seal_envs.core.types import CallEvent, ToolCall, ToolSpec
 from seal_envs.core.validation import schema_typed, validate_arguments
 
@@ -56,6 +69,13 @@ ARGUMENT_LIMITS: dict[str, dict[str, dict[str, Any]]] = {
     "square_root": {"precision": {"maximum": MAX_PRECISION}},
     "round_number": {"decimal_places": {"minimum": -MAX_PRECISION, "maximum": MAX_PRECISION}},
 }
+
+
+MAX_STATE_VALUES = 20_000
+MAX_STATE_CHARS = 1 << 20
+MAX_STATE_DEPTH = 64
+#: What one class's state may hold after a call, as :func:`state_problem` counts it.
+STATE_LIMITS = {"values": MAX_STATE_VALUES, "characters": MAX_STATE_CHARS, "depth": MAX_STATE_DEPTH}
 
 
 @lru_cache(maxsize=None)
@@ -185,6 +205,61 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+# An object's link to its container, followed once to the top, never walked down from.
+_UP_FIELDS = {"Directory": "parent"}
+
+
+def _roots(instance: Any) -> list[Any]:
+    """Where a walk of one class's state starts: every attribute, and the top of the ``parent``
+    chain of each ``Directory`` among them (bounded: a longer chain is too deep anyway)."""
+    roots = list(vars(instance).values())
+    for value in list(roots):
+        up = _UP_FIELDS.get(type(value).__name__)
+        if up is None:
+            continue
+        top, steps = value, 0
+        while getattr(top, up, None) is not None and steps <= MAX_STATE_DEPTH:
+            top, steps = getattr(top, up), steps + 1
+        roots.append(top if steps <= MAX_STATE_DEPTH else _TOO_DEEP)
+    return roots
+
+
+_TOO_DEEP = object()
+
+
+def state_problem(instance: Any) -> str | None:
+    """What breaks :data:`STATE_LIMITS` in ``instance``'s state, or ``None``. Iterative, and it
+    stops at the first bound, so it costs at most about ``MAX_STATE_VALUES`` steps whatever
+    the state holds (shared, cyclic or deep)."""
+    stack = [(root, 0) for root in _roots(instance)]
+    values = chars = 0
+    while stack:
+        item, depth = stack.pop()
+        values += 1
+        if values > MAX_STATE_VALUES:
+            return f"it would hold more than {MAX_STATE_VALUES} values"
+        if depth > MAX_STATE_DEPTH or item is _TOO_DEEP:
+            return f"it would nest deeper than {MAX_STATE_DEPTH} levels (a directory inside itself?)"
+        kind = type(item)
+        if kind is str:
+            chars += len(item)
+            if chars > MAX_STATE_CHARS:
+                return f"it would hold more than {MAX_STATE_CHARS} characters"
+        elif kind in _SCALARS:
+            continue
+        elif kind is dict or isinstance(item, dict):
+            for key, value in item.items():
+                stack.append((key, depth + 1))
+                stack.append((value, depth + 1))
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend((value, depth + 1) for value in item)
+        else:
+            fields = _OBJECT_FIELDS.get(kind.__name__)
+            if fields is not None:
+                stack.extend((getattr(item, f, None), depth + 1) for f in fields)
+    return None
+
+
 class BFCLBackend:
     """The state of one BFCL entry: fresh bfcl-eval instances of its involved classes. A
     :class:`~seal_envs.core.source.ToolBackend` of its own, not a native ``Backend``: its tools
@@ -211,6 +286,7 @@ class BFCLBackend:
             self.instances[name] = instance
         self.methods = {tool: getattr(self.instances[name], tool)
                         for name in self.instances for tool in class_specs(name)}
+        self.owners = {tool: name for name in self.instances for tool in class_specs(name)}
         self.signatures = signatures_for(self.instances)
         self.specs = specs_for(self.instances)
         self.responses: list[str] = []
@@ -254,14 +330,25 @@ class BFCLBackend:
         if error is not None:
             return self._reject(CallEvent("schema_violation", call.name, error.param, error.message,
                                           hint=error.problem))
+        instance = self.instances[self.owners[call.name]]
+        before = ObjectSnapshot(instance.__dict__)  # put back if the call breaks a state bound
+        failure = None
         try:  # as in bfcl-eval, turning the result into text is part of the call (a huge int fails there)
             with _NoGlobalPrecision():
                 result = method(**schema_typed(self.specs[call.name].parameters, deep_copy(dict(call.arguments))))
                 text = result_text(result)
                 value = jsonable(result)  # at the precision the call asked for
         except Exception as e:  # noqa: BLE001 - bfcl-eval records every exception as the call's result
-            self.responses.append(f"Error during execution: {e}")
-            return CallEvent("tool_error", call.name, message=f"{type(e).__name__}: {e}")
+            failure = e
+        problem = state_problem(instance)
+        if problem is not None:
+            instance.__dict__ = before.restore()  # the bound methods in self.methods keep pointing at it
+            message = f"{call.name} was not carried out: {problem}, past a bound of this environment"
+            self.responses.append(f"Error during execution: {message}")
+            return CallEvent("tool_error", call.name, message=message)
+        if failure is not None:
+            self.responses.append(f"Error during execution: {failure}")
+            return CallEvent("tool_error", call.name, message=f"{type(failure).__name__}: {failure}")
         self.responses.append(text)
         if isinstance(result, dict) and set(result) == {"error"}:
             return CallEvent("tool_error", call.name, message=str(result["error"]))
