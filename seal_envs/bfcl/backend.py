@@ -30,12 +30,12 @@ moved directory the old one's contents dict, ``cp`` copies a directory's content
 so a few dozen ``cp``/``mv`` calls double the tree that every walk sees (the checker's, ``find``,
 ``du``) every few calls, and ``cp(source='d', destination='d')`` makes a directory that contains
 itself. After every call the called class's state is walked as the checker walks it (a shared
-subtree counts each time it is reached; from every attribute, and from the top of the current
-directory's ``parent`` chain, which ``cd ..`` can reach when it is no longer under ``root``),
+subtree counts each time it is reached; from every attribute, and from each ancestor of the
+current directory that ``cd ..`` reaches but nothing above holds any more),
 and refused past :data:`MAX_STATE_VALUES` values, :data:`MAX_STATE_CHARS` characters or
 :data:`MAX_STATE_DEPTH` levels (a directory inside itself is infinitely deep). The largest
-initial state of the 800 entries, counted so, has 1,998 values, 73,570 characters and depth 9;
-a walk at the bound takes milliseconds.
+initial state of the 800 entries, counted so, has 1,000 values, 36,896 characters and depth 9;
+a walk to the bound takes milliseconds.
 """
 
 from __future__ import annotations
@@ -205,46 +205,56 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-# An object's link to its container, followed once to the top, never walked down from.
-_UP_FIELDS = {"Directory": "parent"}
-
-
-def _roots(instance: Any) -> list[Any]:
-    """Where a walk of one class's state starts: every attribute, and the top of the ``parent``
-    chain of each ``Directory`` among them (bounded: a longer chain is too deep anyway)."""
-    roots = list(vars(instance).values())
-    for value in list(roots):
-        up = _UP_FIELDS.get(type(value).__name__)
-        if up is None:
-            continue
-        top, steps = value, 0
-        while getattr(top, up, None) is not None and steps <= MAX_STATE_DEPTH:
-            top, steps = getattr(top, up), steps + 1
-        roots.append(top if steps <= MAX_STATE_DEPTH else _TOO_DEEP)
-    return roots
-
-
+# An object's link to its container (``cd ..``), and the field that holds its children: a walk
+# goes up a ``parent`` chain to find what ``cd ..`` reaches, and only ever walks down ``contents``.
+_UP_FIELDS = {"Directory": ("parent", "contents")}
 _TOO_DEEP = object()
 
 
-def state_problem(instance: Any) -> str | None:
-    """What breaks :data:`STATE_LIMITS` in ``instance``'s state, or ``None``. Iterative, and it
-    stops at the first bound, so it costs at most about ``MAX_STATE_VALUES`` steps whatever
-    the state holds (shared, cyclic or deep)."""
+def _roots(instance: Any) -> list[Any]:
+    """Where a walk of one class's state starts: every attribute, and each ancestor along the
+    ``parent`` chain of a ``Directory`` among them that the walks from those roots miss: the top
+    of the chain, and any ancestor whose own parent no longer holds it (``rm`` or ``mv`` of a
+    directory above the current one leaves it reachable by ``cd ..`` only). Together these are
+    everything a call can reach by navigating (a chain longer than the depth bound is itself
+    past the bound)."""
+    roots = list(vars(instance).values())
+    for value in list(roots):
+        fields = _UP_FIELDS.get(type(value).__name__)
+        if fields is None:
+            continue
+        up, down = fields
+        node, steps = value, 0
+        while (parent := getattr(node, up, None)) is not None:
+            steps += 1
+            if steps > MAX_STATE_DEPTH:
+                roots.append(_TOO_DEEP)
+                break
+            above = getattr(parent, up, None)
+            held = above is not None and any(v is parent for v in getattr(above, down, {}).values())
+            if not held and not any(r is parent for r in roots):
+                roots.append(parent)
+            node = parent
+    return roots
+
+
+def state_size(instance: Any, max_values: int | None = None) -> tuple[int, int, int]:
+    """``(values, characters, depth)`` of ``instance``'s state as the checker walks it (a shared
+    subtree counts each time it is reached), from :func:`_roots`. Iterative, and it stops once
+    it has counted more than ``max_values`` values or gone deeper than :data:`MAX_STATE_DEPTH`,
+    so it costs at most about that many steps whatever the state holds (shared, cyclic, deep)."""
+    max_values = MAX_STATE_VALUES if max_values is None else max_values
     stack = [(root, 0) for root in _roots(instance)]
-    values = chars = 0
+    values = chars = deepest = 0
     while stack:
         item, depth = stack.pop()
         values += 1
-        if values > MAX_STATE_VALUES:
-            return f"it would hold more than {MAX_STATE_VALUES} values"
-        if depth > MAX_STATE_DEPTH or item is _TOO_DEEP:
-            return f"it would nest deeper than {MAX_STATE_DEPTH} levels (a directory inside itself?)"
+        deepest = max(deepest, MAX_STATE_DEPTH + 1 if item is _TOO_DEEP else depth)
+        if values > max_values or deepest > MAX_STATE_DEPTH:
+            break
         kind = type(item)
         if kind is str:
             chars += len(item)
-            if chars > MAX_STATE_CHARS:
-                return f"it would hold more than {MAX_STATE_CHARS} characters"
         elif kind in _SCALARS:
             continue
         elif kind is dict or isinstance(item, dict):
@@ -257,6 +267,18 @@ def state_problem(instance: Any) -> str | None:
             fields = _OBJECT_FIELDS.get(kind.__name__)
             if fields is not None:
                 stack.extend((getattr(item, f, None), depth + 1) for f in fields)
+    return values, chars, deepest
+
+
+def state_problem(instance: Any) -> str | None:
+    """What breaks :data:`STATE_LIMITS` in ``instance``'s state, or ``None``."""
+    values, chars, depth = state_size(instance)
+    if depth > MAX_STATE_DEPTH:
+        return f"it would nest deeper than {MAX_STATE_DEPTH} levels (a directory inside itself?)"
+    if values > MAX_STATE_VALUES:
+        return f"it would hold more than {MAX_STATE_VALUES} values"
+    if chars > MAX_STATE_CHARS:
+        return f"it would hold more than {MAX_STATE_CHARS} characters"
     return None
 
 

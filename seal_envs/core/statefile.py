@@ -102,10 +102,11 @@ def read_yaml(path: str | Path, what: str) -> Any:
     return data
 
 
-def check_bounds(data: Any, source: str, budget: int = MAX_FILE_VALUES) -> int:
+def check_bounds(data: Any, source: str, budget: int | None = None) -> int:
     """The number of values in ``data`` (a parsed file), or a StateFileError when it nests
     deeper than :data:`MAX_FILE_DEPTH` or holds more than ``budget`` values. Iterative, and
     stops at the bound, so neither a deep nor an aliased value can take the stack or the clock."""
+    budget = MAX_FILE_VALUES if budget is None else budget
     stack, seen = [(data, 0)], 0
     while stack:
         item, depth = stack.pop()
