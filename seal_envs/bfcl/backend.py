@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import decimal
 import inspect
+import itertools
 import json
 import sys
 from functools import cached_property, lru_cache
@@ -71,7 +72,7 @@ ARGUMENT_LIMITS: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
-MAX_STATE_VALUES = 20_000
+MAX_STATE_VALUES = 10_000
 MAX_STATE_CHARS = 1 << 20
 MAX_STATE_DEPTH = 64
 #: What one class's state may hold after a call, as :func:`state_problem` counts it.
@@ -244,29 +245,34 @@ def state_size(instance: Any, max_values: int | None = None) -> tuple[int, int, 
     it has counted more than ``max_values`` values or gone deeper than :data:`MAX_STATE_DEPTH`,
     so it costs at most about that many steps whatever the state holds (shared, cyclic, deep)."""
     max_values = MAX_STATE_VALUES if max_values is None else max_values
-    stack = [(root, 0) for root in _roots(instance)]
+    stack: list[tuple[Any, int]] = []
     values = chars = deepest = 0
-    while stack:
+    children: Iterable[Any] = _roots(instance)
+    depth = 0
+    while True:  # count a container's leaves in place; only containers go on the stack
+        for child in children:
+            values += 1
+            kind = type(child)
+            if kind is str:
+                chars += len(child)
+            elif kind not in _SCALARS:
+                stack.append((child, depth + 1))
+        if values > max_values or not stack:
+            break
         item, depth = stack.pop()
-        values += 1
-        deepest = max(deepest, MAX_STATE_DEPTH + 1 if item is _TOO_DEEP else depth)
-        if values > max_values or deepest > MAX_STATE_DEPTH:
+        if depth > deepest:
+            deepest = depth
+        if deepest > MAX_STATE_DEPTH or item is _TOO_DEEP:
+            deepest = max(deepest, MAX_STATE_DEPTH + 1)
             break
         kind = type(item)
-        if kind is str:
-            chars += len(item)
-        elif kind in _SCALARS:
-            continue
-        elif kind is dict or isinstance(item, dict):
-            for key, value in item.items():
-                stack.append((key, depth + 1))
-                stack.append((value, depth + 1))
+        if kind is dict or isinstance(item, dict):
+            children = itertools.chain.from_iterable(item.items())
         elif isinstance(item, (list, tuple, set, frozenset)):
-            stack.extend((value, depth + 1) for value in item)
+            children = item
         else:
-            fields = _OBJECT_FIELDS.get(kind.__name__)
-            if fields is not None:
-                stack.extend((getattr(item, f, None), depth + 1) for f in fields)
+            fields = _OBJECT_FIELDS.get(kind.__name__, ())
+            children = [getattr(item, f, None) for f in fields]
     return values, chars, deepest
 
 
