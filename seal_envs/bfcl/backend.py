@@ -213,29 +213,35 @@ _TOO_DEEP = object()
 
 
 def _roots(instance: Any) -> list[Any]:
-    """Where a walk of one class's state starts: every attribute, and each ancestor along the
-    ``parent`` chain of a ``Directory`` among them that the walks from those roots miss: the top
-    of the chain, and any ancestor whose own parent no longer holds it (``rm`` or ``mv`` of a
-    directory above the current one leaves it reachable by ``cd ..`` only). Together these are
-    everything a call can reach by navigating (a chain longer than the depth bound is itself
-    past the bound)."""
-    roots = list(vars(instance).values())
-    for value in list(roots):
+    """Where a walk of one class's state starts, so that it sees everything a call can reach by
+    navigating, once: every attribute but a ``Directory``, and for a ``Directory`` attribute the
+    top of its ``parent`` chain and each node of the chain that its parent does not hold (``rm``
+    or ``mv`` of a directory above the current one leaves it reachable by ``cd ..`` only). A
+    current directory under ``root`` is so walked once, from ``root``; a chain longer than the
+    depth bound is itself past the bound."""
+    roots: list[Any] = []
+
+    def add(node: Any) -> None:
+        if not any(r is node for r in roots):
+            roots.append(node)
+
+    for value in vars(instance).values():
         fields = _UP_FIELDS.get(type(value).__name__)
         if fields is None:
+            roots.append(value)
             continue
         up, down = fields
         node, steps = value, 0
         while (parent := getattr(node, up, None)) is not None:
             steps += 1
             if steps > MAX_STATE_DEPTH:
-                roots.append(_TOO_DEEP)
+                add(_TOO_DEEP)
                 break
-            above = getattr(parent, up, None)
-            held = above is not None and any(v is parent for v in getattr(above, down, {}).values())
-            if not held and not any(r is parent for r in roots):
-                roots.append(parent)
+            if not any(v is node for v in getattr(parent, down, {}).values()):
+                add(node)  # nothing above holds it: its subtree is walked from here
             node = parent
+        else:
+            add(node)
     return roots
 
 
