@@ -300,3 +300,56 @@ def test_every_reader_has_the_same_bounds(tmp_path, monkeypatch, name, body, mes
             continue
         with pytest.raises(statefile.StateFileError, match=message):
             read()
+
+
+# -- the files domain's disk, and the limits table --------------------------------------------
+def test_the_files_disk_is_bounded(monkeypatch):
+    from seal_envs.domains.files import backend as files
+
+    env = gym.make("seal/ToolUse-Files-v0").unwrapped
+    env.reset(seed=0)
+    used = sum(map(len, env.backend.state["files"].values()))
+    monkeypatch.setattr(files, "MAX_DISK_CHARS", used + 50)
+    path = min(env.backend.state["files"], key=lambda p: -len(env.backend.state["files"][p]))  # > 50 characters
+    folder = path.rsplit("/", 1)[0]
+    before = env.backend.comparable_state()
+    for call in ({"name": "write_file", "arguments": {"path": f"{folder}/new.txt", "content": "x" * 51}},
+                 {"name": "append_to_file", "arguments": {"path": path, "line": "x" * 50}},
+                 {"name": "copy", "arguments": {"source": path, "destination": f"{folder}/copy.txt"}}):
+        _, _, _, _, info = env.step(call)
+        assert info["events"][0]["kind"] == "tool_error" and "no space left" in info["events"][0]["message"]
+    assert env.backend.comparable_state() == before
+    _, _, _, _, info = env.step({"name": "write_file", "arguments": {"path": f"{folder}/new.txt", "content": "x" * 49}})
+    assert info["events"][0]["kind"] == "ok"
+
+
+def test_the_limits_table_matches_the_code():
+    """docs/architecture.md's Limits table: each bound is its constant's value, and its test exists."""
+    import importlib
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    doc = (root / "docs" / "architecture.md").read_text()
+    table = doc[doc.index("## Limits"):doc.index("## Tasks and splits")]
+    rows = [r for r in table.splitlines() if r.startswith("| ") and not r.startswith(("| limit", "|---"))]
+    assert len(rows) >= 14
+    for row in rows:
+        _, bound, constant, _, test = [c.strip() for c in row.strip("|").split("|")]
+        number = float(re.match(r"[\d,.]+", bound).group().replace(",", ""))
+        constant, test = constant.strip("`"), test.strip("`")
+        if constant.startswith("tests/"):
+            file, name = constant.split("::")
+            value = float(re.search(rf"^{name} = ([\d.]+)", (root / file).read_text(), re.M).group(1))
+        else:
+            module, _, name = constant.rpartition(".")
+            try:
+                value = getattr(importlib.import_module(module), name)
+            except ModuleNotFoundError:  # a class attribute: module.Class.NAME
+                module, _, cls = module.rpartition(".")
+                if module.startswith("seal_envs.bfcl"):
+                    pytest.importorskip("bfcl_eval")
+                value = getattr(getattr(importlib.import_module(module), cls), name)
+        assert value == number, f"{constant} is {value}, the table says {bound}"
+        file, name = test.split("::")
+        assert re.search(rf"^def {name}\(", (root / file).read_text(), re.M), f"no test {test}"
