@@ -93,7 +93,7 @@ def json_data(value: Any, where: str = "action", budget: int = MAX_ACTION_CHARS,
         if used > budget:
             raise FormatError(f"{where}: larger than {budget} characters as JSON")
         kind = type(item)
-        if kind is str or (kind is not bool and issubclass(kind, str)):  # the commonest value, tested first
+        if kind is str or issubclass(kind, str):  # the commonest value, tested first
             out = item if kind is str else str.__str__(item)
             used += len(out)
             if not out.isascii():
@@ -113,16 +113,18 @@ def json_data(value: Any, where: str = "action", budget: int = MAX_ACTION_CHARS,
             for i in range(len(items) - 1, -1, -1):
                 stack.append((items[i], out, i, depth + 1, (path, i)))
         elif kind is dict or issubclass(kind, Mapping):  # the exact type skips the ABC check
-            pairs = _pairs(item, kind, budget - used, where, path)
-            out = {}
+            pairs = list(item.items()) if kind is dict else _pairs(item, kind, budget - used, where, path)
+            out, keys = {}, []
             for k, _ in pairs:
-                if type(k) is not str and not issubclass(type(k), str):
-                    raise FormatError(f"{_spell(where, path)}: object keys must be strings, got {type(k).__name__}")
+                if type(k) is not str:
+                    if not issubclass(type(k), str):
+                        raise FormatError(f"{_spell(where, path)}: object keys must be strings, got {type(k).__name__}")
+                    k = str.__str__(k)
                 used += len(k)
-                out[str.__str__(k)] = None
-            for k, v in reversed(pairs):
-                key = str.__str__(k)
-                stack.append((v, out, key, depth + 1, (path, key)))
+                out[k] = None
+                keys.append(k)
+            for i in range(len(pairs) - 1, -1, -1):
+                stack.append((pairs[i][1], out, keys[i], depth + 1, (path, keys[i])))
         else:
             raise FormatError(f"{_spell(where, path)}: {kind.__name__} is not JSON data "
                               "(use objects, lists, strings, numbers, booleans and null)")
