@@ -107,7 +107,7 @@ class RunWriter:
         self.metrics_path = self.dir / METRICS_FILE
         self.history_path = self.dir / SURFACE_HISTORY_FILE
         if resume and self.history_path.exists():
-            self.history = json.loads(self.history_path.read_text())
+            self.history = statefile.read_json(self.history_path, "surface history")
         else:
             self.history = []
             self.metrics_path.write_text("")
