@@ -29,12 +29,14 @@ before the call): bfcl-eval's file system shares data between directories (``mv`
 moved directory the old one's contents dict, ``cp`` copies a directory's contents shallowly),
 so a few dozen ``cp``/``mv`` calls double the tree that every walk sees (the checker's, ``find``,
 ``du``) every few calls, and ``cp(source='d', destination='d')`` makes a directory that contains
-itself. After every call the called class's state is walked as the checker walks it (a shared
+itself. After every call to a class whose state holds such objects (the file system: the
+other classes' calls only ever add what they carry, so their state grows at most by one action
+per call) the class's state is walked as the checker walks it (a shared
 subtree counts each time it is reached; from every attribute, and from each ancestor of the
 current directory that ``cd ..`` reaches but nothing above holds any more),
 and refused past :data:`MAX_STATE_VALUES` values, :data:`MAX_STATE_CHARS` characters or
 :data:`MAX_STATE_DEPTH` levels (a directory inside itself is infinitely deep). The largest
-initial state of the 800 entries, counted so, has 1,000 values, 36,896 characters and depth 9;
+initial state of the 800 entries, counted so, has 563 values, 18,559 characters and depth 9;
 a walk to the bound takes milliseconds.
 """
 
@@ -321,6 +323,10 @@ class BFCLBackend:
         self.methods = {tool: getattr(self.instances[name], tool)
                         for name in self.instances for tool in class_specs(name)}
         self.owners = {tool: name for name in self.instances for tool in class_specs(name)}
+        # the classes whose state a call can duplicate (bfcl-eval's Directory and File trees): the
+        # others only ever add what a call carries, so their state grows at most by an action a call
+        self.bounded = {name for name, instance in self.instances.items()
+                        if any(type(v).__name__ in _OBJECT_FIELDS for v in vars(instance).values())}
         self.signatures = signatures_for(self.instances)
         self.specs = specs_for(self.instances)
         self.responses: list[str] = []
@@ -365,7 +371,8 @@ class BFCLBackend:
             return self._reject(CallEvent("schema_violation", call.name, error.param, error.message,
                                           hint=error.problem))
         instance = self.instances[self.owners[call.name]]
-        before = ObjectSnapshot(instance.__dict__)  # put back if the call breaks a state bound
+        bounded = self.owners[call.name] in self.bounded
+        before = ObjectSnapshot(instance.__dict__) if bounded else None  # put back if the call breaks a bound
         failure = None
         try:  # as in bfcl-eval, turning the result into text is part of the call (a huge int fails there)
             with _NoGlobalPrecision():
@@ -374,7 +381,7 @@ class BFCLBackend:
                 value = jsonable(result)  # at the precision the call asked for
         except Exception as e:  # noqa: BLE001 - bfcl-eval records every exception as the call's result
             failure = e
-        problem = state_problem(instance)
+        problem = state_problem(instance) if before is not None else None
         if problem is not None:
             instance.__dict__ = before.restore()  # the bound methods in self.methods keep pointing at it
             message = f"{call.name} was not carried out: {problem}, past a bound of this environment"
