@@ -135,13 +135,13 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resample-uniform-groups", type=non_negative_int, default=r["resample_uniform_groups"],
                    help="dynamic sampling: rounds replaying groups with equal rewards on other tasks "
                         "(default %(default)s: off)")
-    p.add_argument("--max-turns", type=positive_int, default=r["max_turns"],
+    p.add_argument("--max-episode-steps", type=positive_int, default=r["max_episode_steps"],
                    help="assistant actions per episode (default %(default)s)")
     p.add_argument("--max-new-tokens", type=positive_int, default=r["max_new_tokens"],
                    help="new tokens per action (default %(default)s)")
     p.add_argument("--eval-tasks", type=non_negative_int, default=r["eval_tasks"],
                    help="held-out test tasks evaluated greedily before and after training (default %(default)s; 0: none)")
-    p.add_argument("--weighting", default=r["weighting"], choices=["none", "trajectory", "turn"],
+    p.add_argument("--weighting", default=r["weighting"], choices=["none", "trajectory", "step"],
                    help="SEAL's advantage reweighting from turn labels (default %(default)s; none = stock GRPO)")
     p.add_argument("--evolution", action=argparse.BooleanOptionalAction, default=r["evolution"],
                    help="let the evolver change the training surface; evaluation stays canonical (default off)")

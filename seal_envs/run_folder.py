@@ -74,15 +74,15 @@ def episode_metrics(infos: Iterable[Mapping[str, Any]], rewards: Sequence[float]
     counts = dict.fromkeys(LABELS, 0)
     steps = 0
     for info in infos:
-        for lb in info["turn_labels"]:
+        for lb in info["step_labels"]:
             counts[lb["label"]] = counts.get(lb["label"], 0) + 1
             steps += 1
-    passed = [bool(info["verification"]["passed"]) for info in infos]
+    passed = [bool(info["verdict"]["passed"]) for info in infos]
     out: dict[str, Any] = {
         "episodes": len(infos),
         "success_rate": sum(passed) / len(infos),
         "reward": (sum(rewards) / len(rewards)) if rewards else sum(passed) / len(infos),
-        "progress": sum(float(info["verification"]["progress"]) for info in infos) / len(infos),
+        "progress": sum(float(info["verdict"]["progress"]) for info in infos) / len(infos),
         "surface_version": max(int(info.get("surface_version", 0)) for info in infos),
         "assistant_steps": steps,
     }

@@ -31,7 +31,7 @@ def bank_env():
 
 
 def label(info) -> str:
-    return info["turn_label"]["label"]
+    return info["step_label"]["label"]
 
 
 # -- 3. a typed <parameter=...> value nested past the stack ----------------------------------
@@ -45,7 +45,7 @@ def test_a_qwen3_coder_value_nested_1000_deep_is_a_format_error(env_id):
     for action in (f"<tool_call><function={tool}><parameter={param}>{nested}</parameter></function></tool_call>",
                    f"<function={tool}><parameter={param}>{nested}</parameter></function>"):
         _, _, _, _, info = env.step(action)
-        assert label(info) == "format_error" and "nested" in info["turn_label"]["detail"]
+        assert label(info) == "format_error" and "nested" in info["step_label"]["detail"]
 
 
 # -- 4. a failed first reset under Gymnasium's env checker ------------------------------------
@@ -96,7 +96,7 @@ def test_a_lone_surrogate_is_a_format_error_not_an_internal_error(arguments):
     before = env.backend.comparable_state()
     for action in (text, json.loads(text.removeprefix("<tool_call>").removesuffix("</tool_call>"))):
         _, _, _, _, info = env.step(action)
-        assert label(info) == "format_error" and "lone surrogate" in info["turn_label"]["detail"]
+        assert label(info) == "format_error" and "lone surrogate" in info["step_label"]["detail"]
     assert env.backend.comparable_state() == before
     _, _, _, _, info = env.step({"name": "append_to_file", "arguments": {"path": path, "line": "ok \U0001F600"}})
     assert info["events"][0]["kind"] == "ok"  # a real astral character, from a surrogate pair or not
@@ -181,7 +181,7 @@ class FakeStr:
 def test_python_objects_are_measured_as_the_plain_values_they_hold(value, problem):
     env, account = bank_env()
     _, _, _, _, info = env.step({"name": "get_transactions", "arguments": {"account_id": account, "limit": value}})
-    assert label(info) == "format_error" and problem in info["turn_label"]["detail"]
+    assert label(info) == "format_error" and problem in info["step_label"]["detail"]
 
 
 def test_subclasses_are_read_through_the_builtin_not_their_overrides():
@@ -197,7 +197,7 @@ def test_subclasses_are_read_through_the_builtin_not_their_overrides():
     # a str subclass action: its real length is measured, and its __str__ is never called
     env.reset(seed=0)
     _, _, _, _, info = env.step(RaisingStr("x" * (MAX_ACTION_CHARS + 1)))
-    assert label(info) == "format_error" and "characters; the limit is" in info["turn_label"]["detail"]
+    assert label(info) == "format_error" and "characters; the limit is" in info["step_label"]["detail"]
     _, _, _, _, info = env.step(RaisingStr("What is my balance?"))
     assert label(info) != "format_error"
 

@@ -72,11 +72,11 @@ def check(env, action, depth):
     _, _, _, _, info = env.step(action)
     elapsed = time.perf_counter() - start
     assert elapsed < STEP_SECONDS, f"a step took {elapsed:.2f} s"
-    label = info["turn_label"]["label"]
+    label = info["step_label"]["label"]
     if depth <= MAX_DEPTH // 2:
-        assert label != "format_error" and info["tool_calls"], info["turn_label"]  # read as a call
+        assert label != "format_error" and info["tool_calls"], info["step_label"]  # read as a call
     else:
-        assert label == "format_error", info["turn_label"]
+        assert label == "format_error", info["step_label"]
         assert info["events"] == [] and len(env.steps) == 1
 
 
@@ -119,13 +119,13 @@ def test_bfcl_python_calls_at_every_depth(kind):
         start = time.perf_counter()
         _, _, _, _, info = env.step(f"[ls(a={value})]")
         assert time.perf_counter() - start < STEP_SECONDS
-        label = info["turn_label"]["label"]
+        label = info["step_label"]["label"]
         if kind == "sign":  # one number however many signs, until the syntax tree is too deep to read
-            assert label != "format_error" if depth <= 100 else label == "format_error", (depth, info["turn_label"])
+            assert label != "format_error" if depth <= 100 else label == "format_error", (depth, info["step_label"])
         elif depth <= MAX_DEPTH // 2:
-            assert label != "format_error" and info["tool_calls"], info["turn_label"]
+            assert label != "format_error" and info["tool_calls"], info["step_label"]
         else:
-            assert label == "format_error", (depth, info["turn_label"])
+            assert label == "format_error", (depth, info["step_label"])
 
 
 def test_the_registered_ids_all_parse_through_these_parsers():
@@ -133,4 +133,4 @@ def test_the_registered_ids_all_parse_through_these_parsers():
     for env_id in seal_envs.registered_ids():
         env = env_for(env_id)
         env.reset(seed=0)
-        assert env.step("<tool_call>" + "[" * 3000 + "</tool_call>")[4]["turn_label"]["label"] == "format_error"
+        assert env.step("<tool_call>" + "[" * 3000 + "</tool_call>")[4]["step_label"]["label"] == "format_error"

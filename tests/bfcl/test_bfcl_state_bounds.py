@@ -53,7 +53,7 @@ def test_a_directory_copied_into_itself_is_refused_and_the_episode_goes_on():
     assert after["_responses"][-1].startswith("Error during execution: cp was not carried out")
     timed_step(env, "Done.")  # the turn-closing step walks the state: it used to raise RecursionError
     _, info = env.unwrapped.force_end()
-    assert "verification" in info
+    assert "verdict" in info
 
 
 @pytest.mark.timeout(120)  # without the bounds the turn-closing step walked 2^100 directories
