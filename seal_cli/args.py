@@ -69,9 +69,16 @@ def _config_field(text: str) -> tuple[str, Any]:
     if known is not None and name not in known:
         close = sorted(f for f in known if name.replace("-", "_") in f)[:5]
         raise argparse.ArgumentTypeError(f"{name!r} is not a SEALConfig field" + (f"; did you mean {', '.join(close)}?" if close else ""))
+    from seal_envs.core.statefile import MAX_FILE_DEPTH, StateFileError, check_bounds
+
     try:
         value = json.loads(raw)
-    except ValueError:
+        check_bounds(value, f"--set {name}")  # the bounds of every file the CLI reads
+    except RecursionError:
+        raise argparse.ArgumentTypeError(f"--set {name}: nested deeper than {MAX_FILE_DEPTH} levels") from None
+    except StateFileError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    except ValueError:  # not JSON: a string, as documented
         value = raw
     return name, value
 
@@ -177,14 +184,9 @@ def config_file_argv(parser: argparse.ArgumentParser, path: str) -> list[str]:
     """The argv a YAML config stands for: its keys that name flags of ``parser`` as those flags
     (so argparse checks every value as it checks typed ones), the rest as ``--set FIELD=VALUE``.
     Put before the command line's own arguments, they lose to them (argparse keeps the last)."""
-    import yaml
+    from seal_envs.core.statefile import read_yaml
 
-    try:
-        data = yaml.safe_load(open(path, encoding="utf-8"))
-    except OSError as e:
-        raise ValueError(f"--config {path}: cannot be read ({e.strerror or e})") from None
-    except yaml.YAMLError as e:
-        raise ValueError(f"--config {path}: not valid YAML ({e})") from None
+    data = read_yaml(path, "--config")  # the size and depth bounds of every file the CLI reads
     if data is None:
         return []
     if not isinstance(data, dict):

@@ -59,12 +59,13 @@ renders exactly BFCL's prompt), ``render_mode`` ("ansi" or "human").
 from __future__ import annotations
 
 import json
+import numbers
 from typing import Any, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
 
-from seal_envs.core.calls import MAX_ACTION_CHARS, FormatError, action_text
+from seal_envs.core.calls import MAX_ACTION_CHARS, FormatError, action_text, plain_action
 from seal_envs.core.datacopy import deep_copy
 from seal_envs.core.frozen import FrozenDict, freeze, thaw
 from seal_envs.core.diagnosis import Diagnoser, diagnose, immediate_label
@@ -154,6 +155,35 @@ def _rendered_tools(surface: Surface, specs: Mapping[str, Any], available, polic
     return entry
 
 
+#: What ``reset(options=...)`` reads, and the types each option takes (``domain`` and
+#: ``difficulty`` may be None: any).
+RESET_OPTIONS: dict[str, tuple[type, ...]] = {
+    "task_id": (str,), "task": (Task,), "index": (numbers.Integral,), "split": (str,),
+    "domain": (str, type(None)), "difficulty": (numbers.Integral, type(None))}
+
+
+def check_reset_options(options: Any) -> Mapping[str, Any]:
+    """``options`` if ``reset`` can read it, else one ``ValueError`` that says what was wrong: a
+    task id given as ``task`` or a string as the options used to fail as an ``AttributeError``
+    deep inside, and an unknown key was ignored."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise ValueError(f"reset options must be a dict with keys among {sorted(RESET_OPTIONS)}, "
+                         f"got {type(options).__name__}")
+    unknown = sorted(map(str, set(options) - set(RESET_OPTIONS)))
+    if unknown:
+        raise ValueError(f"unknown reset option(s) {unknown[:8]}; the options are {sorted(RESET_OPTIONS)}")
+    for key, value in options.items():
+        kinds = RESET_OPTIONS[key]
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            hint = " (a task id goes in 'task_id')" if key == "task" and isinstance(value, str) else ""
+            names = " or ".join("None" if k is type(None) else "an integer" if k is numbers.Integral else k.__name__
+                                for k in kinds)
+            raise ValueError(f"reset option {key!r} must be {names}, got {type(value).__name__}{hint}")
+    return options
+
+
 def _transcript_text(action: Any) -> str:
     """What the transcript keeps of an action that was refused before it parsed: bounded, so a
     5 MB action does not ride along in every later ``info["messages"]``."""
@@ -237,6 +267,7 @@ class ToolUseEnv(gym.Env):
 
     # -- gymnasium API -------------------------------------------------------------------
     def _pick_task(self, options: Mapping[str, Any]) -> Task:
+        options = check_reset_options(options)
         if "task" in options:
             return options["task"]
         if "task_id" in options:
@@ -257,8 +288,9 @@ class ToolUseEnv(gym.Env):
         return ts[int(candidates[self.np_random.choice(len(candidates), p=p)])]
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        self._episode = None  # a reset that raises leaves no episode running: step() then asks for a reset
         super().reset(seed=seed)
-        task = self._pick_task(options or {})
+        task = self._pick_task(options)
         backend = self.task_set.backend_for(task)(task.initial_state)
         specs = backend.tool_specs()
         self._episode = ep = Episode(
@@ -382,6 +414,7 @@ class ToolUseEnv(gym.Env):
     # -- one action ----------------------------------------------------------------------
     def _act(self, action: Any) -> StepRecord:
         ep = self._episode
+        action = plain_action(action)  # a str subclass as its plain text, before any limit is measured
         try:
             raw = action_text(action)
             parsed = ep.parse(action)
@@ -521,6 +554,18 @@ class VerifyOnTruncation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         gym.utils.RecordConstructorArgs.__init__(self)
         gym.Wrapper.__init__(self, env)
 
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """A reset that raises (an unknown task id) leaves the env usable. Gymnasium's
+        ``PassiveEnvChecker`` marks its one reset check done before calling the env, so after a
+        failed first reset its first step compares against data it never got and raises
+        ``TypeError`` at every later step, although the action ran: the checker inside is set back
+        to check the next reset."""
+        try:
+            return self.env.reset(seed=seed, options=options)
+        except Exception:
+            _rearm_reset_checks(self.env)
+            raise
+
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
         base = self.env.unwrapped
@@ -528,3 +573,12 @@ class VerifyOnTruncation(gym.Wrapper, gym.utils.RecordConstructorArgs):
             reward, end = base.force_end()
             info = info | {k: end[k] for k in END_INFO_KEYS}
         return obs, reward, terminated, truncated, info
+
+
+def _rearm_reset_checks(env: gym.Env) -> None:
+    """Set every ``PassiveEnvChecker`` in ``env``'s wrapper chain that has not yet seen a reset's
+    data back to checking the next reset (its attributes as of Gymnasium 1.x)."""
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, gym.wrappers.PassiveEnvChecker) and getattr(env, "_previous_data", True) is None:
+            env.checked_reset = False
+        env = env.env

@@ -34,6 +34,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from seal_envs.core import statefile
 from seal_envs.core.diagnosis import LABELS
 from seal_envs.core.surface import Surface, SurfacePatch
 
@@ -106,7 +107,7 @@ class RunWriter:
         self.metrics_path = self.dir / METRICS_FILE
         self.history_path = self.dir / SURFACE_HISTORY_FILE
         if resume and self.history_path.exists():
-            self.history = json.loads(self.history_path.read_text())
+            self.history = statefile.read_json(self.history_path, "surface history")
         else:
             self.history = []
             self.metrics_path.write_text("")
@@ -193,16 +194,26 @@ def _trainer_folder(d: Path) -> Path | None:
     return max(checkpoints, key=lambda c: int(c.name.split("-")[-1])) if checkpoints else None
 
 
+def _json_object(path: Path, what: str) -> dict[str, Any]:
+    data = statefile.read_json(path, what)
+    if not isinstance(data, dict):
+        raise statefile.StateFileError(f"{what} file {path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
 def _load_trainer_run(d: Path, folder: Path) -> dict[str, Any]:
-    state = json.loads((folder / TRAINER_STATE_FILE).read_text())
+    state = _json_object(folder / TRAINER_STATE_FILE, "trainer state")
     metrics = metrics_from_log_history(state.get("log_history", []))
     evolver = surface = None
     history: list[dict[str, Any]] = []
     seal_state = folder / SEAL_STATE_FILE
     if seal_state.is_file():
-        co = json.loads(seal_state.read_text()).get("coevolution", {})
+        co = _json_object(seal_state, "SEAL state").get("coevolution") or {}
+        if not isinstance(co, dict):
+            raise statefile.StateFileError(f"SEAL state file {seal_state}: field 'coevolution' is not a JSON object")
         evolver = co.get("evolver")
-        surface = json.loads(co["surface"]) if isinstance(co.get("surface"), str) else co.get("surface")
+        surface = statefile.parse_json(co["surface"], f"{seal_state} surface") if isinstance(co.get("surface"), str) \
+            else co.get("surface")
         history = [dict(e) for e in (evolver or {}).get("events", [])]
     return {"dir": str(d), "metrics": metrics, "surface_history": history, "evolver": evolver, "surface": surface}
 
@@ -223,13 +234,7 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
             return _load_trainer_run(d, folder)
         raise FileNotFoundError(f"{d} is not a run folder: it has no {METRICS_FILE} (nor a trainer_state.json)")
     metrics = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{n}: not JSON ({e.msg})") from None
+    for n, record in statefile.read_json_lines(path, "metrics"):  # the bounds of every file read
         if not isinstance(record, dict) or "step" not in record:
             raise ValueError(f"{path}:{n}: each line must be a JSON object with a 'step'")
         metrics.append(record)
@@ -239,10 +244,7 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
         p = d / name
         if not p.is_file():
             return None
-        try:
-            return json.loads(p.read_text())
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{p}: not JSON ({e.msg})") from None
+        return statefile.read_json(p, name)
 
     history = optional(SURFACE_HISTORY_FILE) or []
     if not isinstance(history, list):

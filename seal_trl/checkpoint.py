@@ -54,11 +54,9 @@ def resolve_model(name_or_path: str) -> str:
 
 
 def load_provenance(folder: str | Path = DEFAULT_CHECKPOINT) -> dict[str, Any]:
-    path = Path(folder) / PROVENANCE_FILE
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path} is not valid JSON: {e}") from e
+    from seal_envs.core.statefile import read_json  # the bounds of every file read
+
+    return read_json(Path(folder) / PROVENANCE_FILE, "provenance")
 
 
 def _commit() -> str:

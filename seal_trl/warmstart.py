@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from seal_envs.core.statefile import read_json
+
 ENV_ID = "seal/ToolUse-v0"
 
 
@@ -222,7 +224,7 @@ def train_warmstart(cfg: WarmStartConfig, out_dir: Path, log: Callable[[str], No
     out_dir = Path(out_dir)
     meta_path = out_dir / "warmstart.json"
     if meta_path.exists():
-        meta = json.loads(meta_path.read_text())
+        meta = read_json(meta_path, "warm start")  # the bounds of every file read
         if meta.get("config") == cfg.key():
             log(f"[warmstart] cached: {out_dir} ({meta['steps']} steps, final loss {meta['final_loss']:.3f})")
             return meta

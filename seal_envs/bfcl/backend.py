@@ -23,12 +23,28 @@ of bfcl-eval's tools do work that grows with an argument, ``MathAPI.power`` with
 it process-wide, in ``mpmath.mp`` and the thread's ``decimal`` context). Those arguments are
 bounded far above anything the ground truth uses, and every call runs inside a local ``decimal``
 context with ``mpmath``'s precision restored afterwards, so no call leaves process-wide state.
+
+State bounds (``STATE_LIMITS``, a ``tool_error`` past one, the class's state put back as it was
+before the call): bfcl-eval's file system shares data between directories (``mv`` gives the
+moved directory the old one's contents dict, ``cp`` copies a directory's contents shallowly),
+so a few dozen ``cp``/``mv`` calls double the tree that every walk sees (the checker's, ``find``,
+``du``) every few calls, and ``cp(source='d', destination='d')`` makes a directory that contains
+itself. After every call to a class whose state holds such objects (the file system: the
+other classes' calls only ever add what they carry, so their state grows at most by one action
+per call) the class's state is walked as the checker walks it (a shared
+subtree counts each time it is reached; from every attribute, and from each ancestor of the
+current directory that ``cd ..`` reaches but nothing above holds any more),
+and refused past :data:`MAX_STATE_VALUES` values, :data:`MAX_STATE_CHARS` characters or
+:data:`MAX_STATE_DEPTH` levels (a directory inside itself is infinitely deep). The largest
+initial state of the 800 entries, counted so, has 563 values, 18,559 characters and depth 9;
+a walk to the bound takes milliseconds.
 """
 
 from __future__ import annotations
 
 import decimal
 import inspect
+import itertools
 import json
 import sys
 from functools import cached_property, lru_cache
@@ -36,9 +52,9 @@ from typing import Any, Iterable, Mapping
 
 from seal_envs.core.backend import unavailable
 from seal_envs.core.calls import ParsedAction
-from seal_envs.core.datacopy import deep_copy, deep_copy_objects
+from seal_envs.core.datacopy import ObjectSnapshot, deep_copy, deep_copy_objects
 from seal_envs.core.types import CallEvent, ToolCall, ToolSpec
-from seal_envs.core.validation import validate_arguments
+from seal_envs.core.validation import schema_typed, validate_arguments
 
 from . import loader
 from .parse import parse_bfcl_action
@@ -56,6 +72,13 @@ ARGUMENT_LIMITS: dict[str, dict[str, dict[str, Any]]] = {
     "square_root": {"precision": {"maximum": MAX_PRECISION}},
     "round_number": {"decimal_places": {"minimum": -MAX_PRECISION, "maximum": MAX_PRECISION}},
 }
+
+
+MAX_STATE_VALUES = 10_000
+MAX_STATE_CHARS = 1 << 20
+MAX_STATE_DEPTH = 64
+#: What one class's state may hold after a call, as :func:`state_problem` counts it.
+STATE_LIMITS = {"values": MAX_STATE_VALUES, "characters": MAX_STATE_CHARS, "depth": MAX_STATE_DEPTH}
 
 
 @lru_cache(maxsize=None)
@@ -185,6 +208,94 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+# An object's link to its container (``cd ..``), and the field that holds its children: a walk
+# goes up a ``parent`` chain to find what ``cd ..`` reaches, and only ever walks down ``contents``.
+_UP_FIELDS = {"Directory": ("parent", "contents")}
+_TOO_DEEP = object()
+
+
+def _roots(instance: Any) -> list[Any]:
+    """Where a walk of one class's state starts, so that it sees everything a call can reach by
+    navigating, once: every attribute but a ``Directory``, and for a ``Directory`` attribute the
+    top of its ``parent`` chain and each node of the chain that its parent does not hold (``rm``
+    or ``mv`` of a directory above the current one leaves it reachable by ``cd ..`` only). A
+    current directory under ``root`` is so walked once, from ``root``; a chain longer than the
+    depth bound is itself past the bound."""
+    roots: list[Any] = []
+
+    def add(node: Any) -> None:
+        if not any(r is node for r in roots):
+            roots.append(node)
+
+    for value in vars(instance).values():
+        fields = _UP_FIELDS.get(type(value).__name__)
+        if fields is None:
+            roots.append(value)
+            continue
+        up, down = fields
+        node, steps = value, 0
+        while (parent := getattr(node, up, None)) is not None:
+            steps += 1
+            if steps > MAX_STATE_DEPTH:
+                add(_TOO_DEEP)
+                break
+            if not any(v is node for v in getattr(parent, down, {}).values()):
+                add(node)  # nothing above holds it: its subtree is walked from here
+            node = parent
+        else:
+            add(node)
+    return roots
+
+
+def state_size(instance: Any, max_values: int | None = None) -> tuple[int, int, int]:
+    """``(values, characters, depth)`` of ``instance``'s state as the checker walks it (a shared
+    subtree counts each time it is reached), from :func:`_roots`. Iterative, and it stops once
+    it has counted more than ``max_values`` values or gone deeper than :data:`MAX_STATE_DEPTH`,
+    so it costs at most about that many steps whatever the state holds (shared, cyclic, deep)."""
+    max_values = MAX_STATE_VALUES if max_values is None else max_values
+    stack: list[tuple[Any, int]] = []
+    values = chars = deepest = 0
+    children: Iterable[Any] = _roots(instance)
+    depth = 0
+    while True:  # count a container's leaves in place; only containers go on the stack
+        for child in children:
+            values += 1
+            kind = type(child)
+            if kind is str:
+                chars += len(child)
+            elif kind not in _SCALARS:
+                stack.append((child, depth + 1))
+        if values > max_values or not stack:
+            break
+        item, depth = stack.pop()
+        if depth > deepest:
+            deepest = depth
+        if deepest > MAX_STATE_DEPTH or item is _TOO_DEEP:
+            deepest = max(deepest, MAX_STATE_DEPTH + 1)
+            break
+        kind = type(item)
+        if kind is dict or isinstance(item, dict):
+            children = itertools.chain.from_iterable(item.items())
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            children = item
+        else:
+            fields = _OBJECT_FIELDS.get(kind.__name__, ())
+            children = [getattr(item, f, None) for f in fields]
+    return values, chars, deepest
+
+
+def state_problem(instance: Any) -> str | None:
+    """What breaks :data:`STATE_LIMITS` in ``instance``'s state, or ``None``."""
+    values, chars, depth = state_size(instance)
+    if depth > MAX_STATE_DEPTH:
+        return f"it would nest deeper than {MAX_STATE_DEPTH} levels (a directory inside itself?)"
+    if values > MAX_STATE_VALUES:
+        return f"it would hold more than {MAX_STATE_VALUES} values"
+    if chars > MAX_STATE_CHARS:
+        return f"it would hold more than {MAX_STATE_CHARS} characters"
+    return None
+
+
 class BFCLBackend:
     """The state of one BFCL entry: fresh bfcl-eval instances of its involved classes. A
     :class:`~seal_envs.core.source.ToolBackend` of its own, not a native ``Backend``: its tools
@@ -211,6 +322,11 @@ class BFCLBackend:
             self.instances[name] = instance
         self.methods = {tool: getattr(self.instances[name], tool)
                         for name in self.instances for tool in class_specs(name)}
+        self.owners = {tool: name for name in self.instances for tool in class_specs(name)}
+        # the classes whose state a call can duplicate (bfcl-eval's Directory and File trees): the
+        # others only ever add what a call carries, so their state grows at most by an action a call
+        self.bounded = {name for name, instance in self.instances.items()
+                        if any(type(v).__name__ in _OBJECT_FIELDS for v in vars(instance).values())}
         self.signatures = signatures_for(self.instances)
         self.specs = specs_for(self.instances)
         self.responses: list[str] = []
@@ -254,14 +370,26 @@ class BFCLBackend:
         if error is not None:
             return self._reject(CallEvent("schema_violation", call.name, error.param, error.message,
                                           hint=error.problem))
+        instance = self.instances[self.owners[call.name]]
+        bounded = self.owners[call.name] in self.bounded
+        before = ObjectSnapshot(instance.__dict__) if bounded else None  # put back if the call breaks a bound
+        failure = None
         try:  # as in bfcl-eval, turning the result into text is part of the call (a huge int fails there)
             with _NoGlobalPrecision():
-                result = method(**deep_copy(dict(call.arguments)))
+                result = method(**schema_typed(self.specs[call.name].parameters, deep_copy(dict(call.arguments))))
                 text = result_text(result)
                 value = jsonable(result)  # at the precision the call asked for
         except Exception as e:  # noqa: BLE001 - bfcl-eval records every exception as the call's result
-            self.responses.append(f"Error during execution: {e}")
-            return CallEvent("tool_error", call.name, message=f"{type(e).__name__}: {e}")
+            failure = e
+        problem = state_problem(instance) if before is not None else None
+        if problem is not None:
+            instance.__dict__ = before.restore()  # the bound methods in self.methods keep pointing at it
+            message = f"{call.name} was not carried out: {problem}, past a bound of this environment"
+            self.responses.append(f"Error during execution: {message}")
+            return CallEvent("tool_error", call.name, message=message)
+        if failure is not None:
+            self.responses.append(f"Error during execution: {failure}")
+            return CallEvent("tool_error", call.name, message=f"{type(failure).__name__}: {failure}")
         self.responses.append(text)
         if isinstance(result, dict) and set(result) == {"error"}:
             return CallEvent("tool_error", call.name, message=str(result["error"]))

@@ -18,9 +18,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from seal_envs.core.calls import MAX_DEPTH, FormatError, ParsedAction, check_calls, parse_action
+from seal_envs.core.calls import MAX_DEPTH, FormatError, ParsedAction, check_calls, parse_action, plain_action
 from seal_envs.core.types import ToolCall
 
+_CALL_START = re.compile(r"\[?\s*[A-Za-z_]\w*\s*\(")  # ``name(`` or ``[name(``: text that starts a call
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.DOTALL)
 
 
@@ -80,7 +81,12 @@ def parse_python_calls(text: str) -> list[PyCall] | None:
         return None
     try:
         body = ast.parse(stripped, mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        # a call whose arguments nest past the parser's limits is a call that does not parse,
+        # not prose: a format error, as in every other call format
+        too_deep = not isinstance(e, (SyntaxError, ValueError)) or "too many nested" in str(e)
+        if too_deep and _CALL_START.match(stripped):
+            raise FormatError(f"arguments nested deeper than {MAX_DEPTH} levels") from None
         return None
     try:  # literal() and ast.unparse recurse: a chain of a few hundred unary signs parses yet overflows
         if isinstance(body, ast.Call):
@@ -128,6 +134,7 @@ def parse_bfcl_action(action: Any, signatures: Mapping[str, Sequence[str]],
     """Every format :func:`seal_envs.core.calls.parse_action` accepts, plus BFCL's Python syntax.
 
     Text that is not a call stays an answer that ends the turn; ``[]`` is "no call" too."""
+    action = plain_action(action)
     if isinstance(action, str) and action.strip() == "[]":
         return ParsedAction((), "")
     parsed = parse_action(action, schemas)

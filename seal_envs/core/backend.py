@@ -21,7 +21,7 @@ from typing import Any, Callable, ClassVar, Iterable, Literal, Mapping
 from .calls import ParsedAction, parse_action
 from .datacopy import Snapshot, deep_copy
 from .types import CallEvent, ToolCall, ToolSpec
-from .validation import validate_arguments
+from .validation import schema_typed, validate_arguments
 
 _TOOL_ATTR = "__seal_tool__"
 
@@ -193,7 +193,7 @@ class Backend:
             return CallEvent("schema_violation", call.name, error.param, error.message, hint=error.problem)
         before = Snapshot(self.state)
         try:
-            result = getattr(self, call.name)(**dict(call.arguments))
+            result = getattr(self, call.name)(**schema_typed(spec.parameters, dict(call.arguments)))
         except ToolError as e:
             self.state = before.restore()
             return CallEvent("tool_error", call.name, e.param, str(e), hint=e.hint)

@@ -52,6 +52,8 @@ def _typed(value: str, schema: Mapping[str, Any] | None) -> Any:
         return text
     try:
         return json.loads(text)
+    except RecursionError:  # a value nested past the stack: a format error, as in every other parser
+        raise CallSyntaxError("a <parameter=...> value is nested too deep to read") from None
     except ValueError:  # left as text: validation names the parameter and the type it expects
         return text
 

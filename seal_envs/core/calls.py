@@ -31,6 +31,7 @@ parse, and are schema violations (see :mod:`seal_envs.core.validation`).
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -55,6 +56,10 @@ _ENVELOPE = 4
 #: What ``env.step`` accepts, as every refusal of an action's type or keys spells it.
 ACTION_SHAPES = ("an action is text, a call dict {\"name\": ..., \"arguments\": {...}}, a list of call dicts, "
                  "or an assistant message dict {\"role\": \"assistant\", \"content\": ..., \"tool_calls\": [...]}")
+#: The keys of a call dict (``parameters`` is Llama's spelling of ``arguments``) and of an OpenAI
+#: ``tool_calls`` entry: any other key is refused, in every call shape (text, dict, message).
+CALL_KEYS = frozenset({"name", "arguments", "parameters", "id", "type"})
+ENTRY_KEYS = frozenset({"id", "type", "function"})
 # The keys an assistant message from a chat-completions server may carry (null or not).
 MESSAGE_KEYS = frozenset({"role", "content", "tool_calls", "refusal", "reasoning_content", "reasoning", "name",
                           "annotations", "audio", "function_call"})
@@ -68,6 +73,12 @@ def json_data(value: Any, where: str = "action", budget: int = MAX_ACTION_CHARS,
     :data:`MAX_DEPTH`, so a huge, deep or circular structure is refused after a bounded walk
     instead of exhausting the stack or the clock downstream. Tuples and other sequences are
     not accepted from dict actions either: the value must be what a JSON parser could return.
+
+    Every value is first made its plain built-in type by the built-in's own method (by
+    ``type()``, which an object cannot fake), and only then measured: calling code may pass a
+    subclass whose ``bit_length``, ``__len__`` or ``__str__`` lies or raises, and the limits
+    must hold for the value the backend will see (issue 30). A string holding a lone surrogate
+    is refused too: it has no UTF-8 spelling, so no backend, transcript or log can write it.
     """
     root: list[Any] = [None]
     # Each entry's path is (parent's path, slot), None at the root: spelt only for an error,
@@ -81,41 +92,79 @@ def json_data(value: Any, where: str = "action", budget: int = MAX_ACTION_CHARS,
         used += 1
         if used > budget:
             raise FormatError(f"{where}: larger than {budget} characters as JSON")
-        if type(item) is str:  # the commonest value, tested first
-            out = item
+        kind = type(item)
+        if kind is str or issubclass(kind, str):  # the commonest value, tested first
+            out = item if kind is str else str.__str__(item)
             used += len(out)
-        elif item is None or isinstance(item, bool):
+            if not out.isascii():
+                _check_utf8(out, where, path)
+        elif item is None or kind is bool:
             out: Any = item
-        elif isinstance(item, float):
-            out = float(item)
-        elif isinstance(item, int):
-            if item.bit_length() > MAX_INT_BITS:
+        elif issubclass(kind, float):
+            out = item if kind is float else float.__float__(item)
+        elif issubclass(kind, int):
+            out = item if kind is int else int.__int__(item)
+            if out.bit_length() > MAX_INT_BITS:
                 raise FormatError(f"{_spell(where, path)}: integer larger than {MAX_INT_BITS} bits")
-            out = int(item)
             used += len(str(out))
-        elif isinstance(item, str):
-            out = str(item)
-            used += len(out)
-        elif isinstance(item, list):
-            out = [None] * len(item)
-            for i in range(len(item) - 1, -1, -1):
-                stack.append((item[i], out, i, depth + 1, (path, i)))
-        elif type(item) is dict or isinstance(item, Mapping):  # the exact type skips the ABC check
-            out = {}
-            for k in item:
-                if not isinstance(k, str):
-                    raise FormatError(f"{_spell(where, path)}: object keys must be strings, got {type(k).__name__}")
+        elif issubclass(kind, list):
+            items = item if kind is list else list.copy(item)
+            out = [None] * len(items)
+            for i in range(len(items) - 1, -1, -1):
+                stack.append((items[i], out, i, depth + 1, (path, i)))
+        elif kind is dict or issubclass(kind, Mapping):  # the exact type skips the ABC check
+            pairs = list(item.items()) if kind is dict else _pairs(item, kind, budget - used, where, path)
+            out, keys = {}, []
+            for k, _ in pairs:
+                if type(k) is not str:
+                    if not issubclass(type(k), str):
+                        raise FormatError(f"{_spell(where, path)}: object keys must be strings, got {type(k).__name__}")
+                    k = str.__str__(k)
                 used += len(k)
-                out[str(k)] = None
-            for k in reversed(list(out)):
-                stack.append((item[k], out, k, depth + 1, (path, k)))
+                out[k] = None
+                keys.append(k)
+            for i in range(len(pairs) - 1, -1, -1):
+                stack.append((pairs[i][1], out, keys[i], depth + 1, (path, keys[i])))
         else:
-            raise FormatError(f"{_spell(where, path)}: {type(item).__name__} is not JSON data "
+            raise FormatError(f"{_spell(where, path)}: {kind.__name__} is not JSON data "
                               "(use objects, lists, strings, numbers, booleans and null)")
         if used > budget:
             raise FormatError(f"{where}: larger than {budget} characters as JSON")
         parent[slot] = out
     return root[0]
+
+
+def _pairs(item: Any, kind: type, budget: int, where: str, path: tuple | None) -> list[tuple[Any, Any]]:
+    """The key-value pairs of a mapping: a dict's own storage (a subclass cannot change what is
+    read), another ``Mapping`` read through its methods, at most ``budget`` pairs, and any error
+    it raises a :class:`FormatError`."""
+    if issubclass(kind, dict):
+        return list(dict.items(item))
+    try:
+        pairs = list(itertools.islice(item.items(), max(budget, 0) + 1))
+    except Exception as e:  # noqa: BLE001 - whatever calling code's mapping raises
+        raise FormatError(f"{_spell(where, path)}: a {kind.__name__} that cannot be read "
+                          f"({type(e).__name__})") from None
+    if len(pairs) > budget:
+        raise FormatError(f"{where}: larger than {budget} characters as JSON")
+    return pairs
+
+
+def _check_utf8(text: str, where: str, path: tuple | None) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise FormatError(f"{_spell(where, path)}: a lone surrogate {text[e.start]!r} is not text "
+                          "(write the character itself, or a valid surrogate pair)") from None
+
+
+def plain_action(action: Any) -> Any:
+    """``action`` with a ``str`` subclass read as the plain string it holds (its ``__len__`` or
+    ``__str__`` may lie or raise); dict and list actions are made plain by :func:`json_data`."""
+    kind = type(action)
+    if kind is not str and issubclass(kind, str):
+        return str.__str__(action)
+    return action
 
 
 def _spell(where: str, path: tuple | None) -> str:
@@ -161,6 +210,7 @@ def _call_from_obj(obj: Any, where: str) -> ToolCall:
     if not isinstance(obj, Mapping):
         raise FormatError(f"{where}: expected an object with 'name' and 'arguments', got {type(obj).__name__}")
     if "function" in obj and isinstance(obj["function"], Mapping):  # OpenAI tool_calls entry
+        _no_unknown_keys(obj, ENTRY_KEYS, where, "an OpenAI tool_calls entry (it has 'id', 'type' and 'function')")
         obj = obj["function"]
     name = obj.get("name")
     if not isinstance(name, str) or not name.strip():
@@ -176,10 +226,16 @@ def _call_from_obj(obj: Any, where: str) -> ToolCall:
         args = {}
     if not isinstance(args, Mapping):
         raise FormatError(f"{where}: 'arguments' of {name!r} must be an object, got {type(args).__name__}")
-    extra = set(obj) - {"name", "arguments", "parameters", "id", "type"}
-    if extra:
-        raise FormatError(f"{where}: unexpected key(s) {sorted(extra)} beside 'name' and 'arguments'")
+    _no_unknown_keys(obj, CALL_KEYS, where, "a call (it has 'name' and 'arguments')")
     return ToolCall(name.strip(), dict(args))
+
+
+def _no_unknown_keys(obj: Mapping[str, Any], known: frozenset, where: str, shape: str) -> None:
+    """The one rule for every call shape: a key the shape does not have is a :class:`FormatError`
+    naming it (an OpenAI entry's extra keys used to be dropped while a call dict's were refused)."""
+    extra = set(obj) - known
+    if extra:
+        raise FormatError(f"{where}: unexpected key(s) {sorted(extra)[:8]} in {shape}")
 
 
 def _parse_json_calls(text: str, where: str) -> tuple[ToolCall, ...]:
@@ -236,7 +292,8 @@ def action_text(action: Any) -> str:
     """The action as the transcript records it: the text itself, or the JSON of a dict or list action.
 
     Raises :class:`FormatError` for anything that is neither, or that breaks a limit."""
-    if isinstance(action, str):
+    action = plain_action(action)
+    if type(action) is str:
         if len(action) > MAX_ACTION_CHARS:
             raise FormatError(f"the action has {len(action)} characters; the limit is {MAX_ACTION_CHARS}")
         return action
@@ -250,6 +307,7 @@ def parse_action(action: Any, schemas: Mapping[str, Mapping[str, Any]] | None = 
     call format of :mod:`seal_envs.core.call_formats`); raise :class:`FormatError` with a message
     the agent can act on. ``schemas`` (tool name -> JSON Schema of its parameters) types the
     parameter values of XML calls, which a model writes as text."""
+    action = plain_action(action)
     if isinstance(action, list):  # parallel call dicts, as most tool-calling code builds them
         data = json_data(action, "action", max_depth=MAX_DEPTH + _ENVELOPE)
         if not data:

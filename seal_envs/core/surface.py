@@ -87,6 +87,8 @@ class Surface:
         return out
 
     def apply(self, patch: SurfacePatch) -> "Surface":
+        if not isinstance(patch, SurfacePatch):  # None used to fail deep inside as "no attribute 'level'"
+            raise TypeError(f"a patch is a seal_envs.core.surface.SurfacePatch, got {type(patch).__name__}")
         if self.frozen:
             raise FrozenSurfaceError("this surface is frozen (evaluation or canonical): patches are not allowed")
         kept = [(c, s, lv) for c, s, lv in self.levels if (c, s) != (patch.channel, patch.scope)]

@@ -208,3 +208,29 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[
     rank = {"required": 0, "additionalProperties": 1, "type": 2, "enum": 3}
     errors.sort(key=lambda e: (rank.get(e.validator, 9), list(map(str, e.absolute_path))))
     return _describe(errors[0], tool)
+
+
+def _says_integer(schema: Any) -> bool:
+    kind = schema.get("type") if isinstance(schema, Mapping) else None
+    return kind == "integer" or (isinstance(kind, list) and "integer" in kind and "number" not in kind)
+
+
+def schema_typed(schema: Any, value: Any) -> Any:
+    """``value`` (arguments that passed :func:`validate_arguments`) with every integer-valued
+    float where ``schema`` says integer made an ``int``. JSON Schema counts ``2.0`` as an
+    integer, so it passes validation, but a backend that slices or ranges with it fails
+    (bank's ``get_transactions(limit=2.0)`` was an "internal error"): what the schema lets
+    through must reach the backend as the type the schema names. Walks only as deep as the
+    schema describes."""
+    if type(value) is float:
+        return int(value) if value.is_integer() and _says_integer(schema) else value
+    if not isinstance(schema, Mapping):
+        return value
+    if type(value) is dict:
+        props = schema.get("properties")
+        if not isinstance(props, Mapping):
+            return value
+        return {k: schema_typed(props[k], v) if k in props else v for k, v in value.items()}
+    if type(value) is list and isinstance(schema.get("items"), Mapping):
+        return [schema_typed(schema["items"], v) for v in value]
+    return value

@@ -10,6 +10,10 @@ from typing import Literal
 from seal_envs.core.backend import Backend, PolicyViolation, ToolError, tool
 
 SYSTEM = "/system"
+#: Characters all files may hold together: ``copy`` duplicates a file and ``append_to_file``
+#: grows one, so without it an episode's files could grow with the square of its actions (and
+#: with them every state comparison); the generated tasks hold a few thousand.
+MAX_DISK_CHARS = 1 << 20
 
 
 def parent_of(path: str) -> str:
@@ -98,6 +102,14 @@ class FilesBackend(Backend):
             raise ToolError(f"source and destination are the same file {source}", param="destination")
         return self._target(dest, "destination", overwrite)
 
+    def _make_room(self, path: str, text: str, param: str) -> None:
+        """A full disk is a tool error, as on a real one: ``text`` at ``path`` must fit in
+        :data:`MAX_DISK_CHARS` with every other file."""
+        total = len(text) + sum(len(t) for p, t in self.state["files"].items() if p != path)
+        if total > MAX_DISK_CHARS:
+            raise ToolError(f"no space left: the files would hold {total} characters, and the disk holds "
+                            f"{MAX_DISK_CHARS}", param=param, hint="delete files, or write less")
+
     # -- tools ---------------------------------------------------------------------------
     @tool
     def list_directory(self, path: str, sort_by: Literal["name", "size"] = "name") -> dict:
@@ -173,6 +185,7 @@ class FilesBackend(Backend):
             overwrite: Replace the file if it already exists (only when the user asked).
         """
         path = self._target(self._norm(path, "path"), "path", overwrite)
+        self._make_room(path, content, "content")
         self.state["files"][path] = content
         return {"path": path, "size": size_of(content)}
 
@@ -188,7 +201,9 @@ class FilesBackend(Backend):
         self._guard(path)
         line = line.strip("\n")
         old = self.state["files"][path]
-        self.state["files"][path] = f"{old}\n{line}" if old else line
+        new = f"{old}\n{line}" if old else line
+        self._make_room(path, new, "line")
+        self.state["files"][path] = new
         return {"path": path, "size": size_of(self.state["files"][path])}
 
     @tool(writes=True, policies=("protected_system",))
@@ -238,6 +253,7 @@ class FilesBackend(Backend):
         """
         source = self._file(source, "source")
         dest = self._destination(source, destination, overwrite)
+        self._make_room(dest, self.state["files"][source], "destination")
         self.state["files"][dest] = self.state["files"][source]
         return {"from": source, "to": dest}
 
