@@ -45,6 +45,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise CLIError(str(e)) from None
     if hasattr(agent, "tools_line"):  # an OpenAI server: probe it once and say where the tools go, before episode 1
+        import logging
+
+        logging.getLogger("seal_envs.openai_agent").addHandler(logging.NullHandler())  # said here, once
         print(f"[seal eval] {agent.tools_line(_call_format(args.env))}", file=sys.stderr)
     env_kwargs = {"max_steps": args.max_steps} if args.max_steps else {}
     progress = progress_bar("seal eval", "episode", args.quiet)

@@ -355,8 +355,9 @@ class OpenAIChatAgent:
                 time.sleep(min(0.5 * 2 ** attempt, 4.0))
         raise last  # type: ignore[misc]
 
-    def act(self, env: Any, info: Mapping[str, Any]) -> dict[str, Any]:
-        """The assistant message for the conversation in ``info``."""
+    def act(self, env: Any, info: Mapping[str, Any]) -> dict[str, Any] | str:
+        """The assistant message for the conversation in ``info`` (with the tools in the prompt and
+        no ``tool_calls`` in the answer: its text, which the env reads calls from)."""
         call_format = getattr(getattr(env, "unwrapped", None), "call_format", None)
         response = self._post(self.request_body(info, call_format if isinstance(call_format, CallFormat) else None))
         self.calls += 1
@@ -367,8 +368,12 @@ class OpenAIChatAgent:
         content = message.get("content")
         if content is not None and not isinstance(content, str):
             raise OpenAIError(f"{self.url} answered a message whose content is a {type(content).__name__}")
-        out: dict[str, Any] = {"role": "assistant", "content": content or ""}
         tool_calls = message.get("tool_calls")
+        if not tool_calls and self.prompt_tools:
+            # the calls are in the text: handed over as text, the env keeps it in the transcript even
+            # when it does not parse, so the model reads back what it wrote with the format error
+            return content or ""
+        out: dict[str, Any] = {"role": "assistant", "content": content or ""}
         if tool_calls:
             if not isinstance(tool_calls, list):
                 raise OpenAIError(f"{self.url} answered tool_calls that are a {type(tool_calls).__name__}, not a list")

@@ -147,7 +147,8 @@ def test_a_lone_agent_probes_once_and_only_when_it_must_decide(serve):
     _, info = env.reset(seed=0, options={"index": 0})
     agent = OpenAIChatAgent(server.url, "m", retries=0)
     agent.act(env, info)
-    agent.act(env, info)
+    action = agent.act(env, info)
+    assert action.startswith("<tool_call>")  # text, as the model wrote it: the env reads the call from it
     assert [is_probe(b) for b in model.seen] == [True, True, False, False]
     assert agent.tools_probe.verdict == "ignores" and agent.prompt_tools
     system = model.seen[-1]["messages"][0]["content"]
