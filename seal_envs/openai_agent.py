@@ -192,6 +192,8 @@ class ToolsProbe:
     with_tools: int | None = None
     without_tools: int | None = None
     detail: str = ""
+    who: str = "the server"  # what was asked: an HF agent asks its chat template
+
 
     @property
     def server_drops_tools(self) -> bool:
@@ -200,13 +202,13 @@ class ToolsProbe:
     def finding(self) -> str:
         """The finding in words, for the one line a run prints."""
         if self.verdict == "renders":
-            return (f"the server renders `tools` ({self.without_tools} prompt tokens without one tool, "
+            return (f"{self.who} renders `tools` ({self.without_tools} prompt tokens without one tool, "
                     f"{self.with_tools} with it)")
         if self.verdict == "ignores":
-            return f"the server ignores `tools` ({self.with_tools} prompt tokens with and without one tool)"
+            return f"{self.who} ignores `tools` ({self.with_tools} prompt tokens with and without one tool)"
         if self.verdict == "rejects":
-            return f"the server refuses requests with `tools` ({self.detail})"
-        return f"cannot tell whether the server renders `tools` ({self.detail})"
+            return f"{self.who} refuses requests with `tools` ({self.detail})"
+        return f"cannot tell whether {self.who} renders `tools` ({self.detail})"
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "prompt_tokens_with_tools": self.with_tools,
@@ -251,10 +253,12 @@ def probe_tools(agent: "OpenAIChatAgent") -> ToolsProbe:
     return ToolsProbe("unknown", with_, without, "fewer prompt tokens with the tool than without")
 
 
-def tools_line(probe: ToolsProbe | None, mode: str, in_prompt: bool, fmt: CallFormat | None = None) -> str:
-    """The one line a run says about tools: what the probe found and where the tools go."""
+def tools_line(probe: ToolsProbe | None, mode: str, in_prompt: bool, fmt: CallFormat | None = None,
+               native: str = "the request's `tools` field") -> str:
+    """The one line a run says about tools: what the probe found and where the tools go
+    (``native``: where they go when not in the prompt)."""
     where = (f"so the tools go in the system message as {prompt_call_format(fmt).name} text and calls are read "
-             "from the answer's text" if in_prompt else "so the tools go in the request's `tools` field")
+             "from the answer's text" if in_prompt else f"so the tools go in {native}")
     why = {"always": " (--tools-in-prompt always)", "never": " (--tools-in-prompt never)"}.get(mode, "")
     found = "not probed" if probe is None else probe.finding()
     hint = ""
