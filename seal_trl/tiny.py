@@ -365,4 +365,10 @@ def _load_gguf(path: Path, **model_kwargs: Any) -> tuple[PreTrainedModel, PreTra
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, **model_kwargs)
+    # the weights are plain dequantized tensors, but transformers still marks the model GGUF-quantized,
+    # and then refuses to train it ("purely quantized models") or to save it: unmark it
+    model.hf_quantizer = None
+    model.is_quantized = False
+    if getattr(model.config, "quantization_config", None) is not None:
+        del model.config.quantization_config
     return model, tokenizer
