@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 import gymnasium as gym
 
-from seal_envs.core.diagnosis import LABELS, OFFICIAL_TAG
+from seal_envs.core.diagnosis import LABELS, OFFICIAL_TAG_OF_LABEL
 
 __all__ = [
     "BatchAgent", "EvalResult", "PerEpisodeAgents", "evaluate", "make_agent", "pass_at_k", "pass_hat_k",
@@ -265,7 +265,7 @@ class EvalResult:
         order = [lb for lb in LABELS if lb in steps] + sorted(set(steps) - set(LABELS))
         return {lb: {"steps": steps[lb], "fraction": steps[lb] / total if total else 0.0,
                      "episodes": episodes[lb], "episodes_passed": passed[lb],
-                     "official_tag": OFFICIAL_TAG.get(lb, "")} for lb in order}
+                     "official_tag": OFFICIAL_TAG_OF_LABEL.get(lb, "")} for lb in order}
 
     @property
     def official_progress(self) -> float:
@@ -379,14 +379,14 @@ def _tools_sentence(agent_info: Mapping[str, Any]) -> list[str]:
 # -- the loop ------------------------------------------------------------------------------
 def _episode_record(index: int, trial: int, seed: int, reward: float, info: Mapping[str, Any],
                     actions: int) -> dict[str, Any]:
-    verification = info["verification"]
+    verification = info["verdict"]
     return {
         "task_id": info["task_id"], "index": index, "domain": info["domain"],
         "difficulty": info.get("difficulty"), "trial": trial, "seed": seed, "reward": float(reward),
         "passed": bool(verification["passed"]), "progress": float(verification["progress"]),
-        "actions": actions, "labels": [lb["label"] for lb in info["turn_labels"]],
+        "actions": actions, "labels": [lb["label"] for lb in info["step_labels"]],
         "official_progress": float(info.get("official_progress", 0.0)),
-        "official_tags": list(info.get("official_tags", [])),
+        "official_turn_tags": list(info.get("official_turn_tags", [])),
         "failed_checks": [c["name"] for c in verification["checks"] if not c["passed"]],
         "transcript": list(info["messages"]),  # the conversation as the agent saw it (fresh copies per info)
     }

@@ -21,7 +21,7 @@ RECIPE = {
     "model": "default", "env": "seal/ToolUse-Bank-v0", "steps": 16, "tasks_per_step": 8, "num_generations": 8,
     "lr": 5e-4, "temperature": 1.0, "beta": 0.04, "loss_type": "dapo", "num_iterations": 1,
     "difficulties": "2,3", "rl_tasks": "fresh", "reward_mode": "binary", "skip_uniform_tasks": 0, "resample_uniform_groups": 0,
-    "rl_tools": "", "max_turns": 12, "max_new_tokens": 64, "eval_tasks": 100, "weighting": "turn", "evolution": False,
+    "rl_tools": "", "max_episode_steps": 12, "max_new_tokens": 64, "eval_tasks": 100, "weighting": "step", "evolution": False,
 }
 
 
@@ -41,9 +41,9 @@ def seal_config(args: argparse.Namespace, quiet: bool = False) -> Any:
         max_steps=args.steps, seed=args.seed, per_device_train_batch_size=batch,
         num_generations=args.num_generations, temperature=args.temperature, beta=args.beta,
         loss_type=args.loss_type, num_iterations=args.num_iterations,
-        max_completion_length=args.max_turns * (args.max_new_tokens + 96),
-        env_id=args.env, env_kwargs={"reward_mode": args.reward_mode}, max_turns=args.max_turns,
-        max_new_tokens_per_turn=args.max_new_tokens, weighting=args.weighting, evolution=args.evolution,
+        max_completion_length=args.max_episode_steps * (args.max_new_tokens + 96),
+        env_id=args.env, env_kwargs={"reward_mode": args.reward_mode}, max_episode_steps=args.max_episode_steps,
+        max_new_tokens_per_step=args.max_new_tokens, weighting=args.weighting, evolution=args.evolution,
         curriculum=args.curriculum, surface_preset=args.surface, evolver_min_episodes=4,
         skip_uniform_tasks=args.skip_uniform_tasks, resample_uniform_groups=args.resample_uniform_groups,
         use_vllm=args.use_vllm, vllm_mode=args.vllm_mode,

@@ -193,7 +193,7 @@ def test_evaluate_keeps_played_episodes_when_a_call_fails(serve):
     assert len(result.episodes) == 3
     errors = [e.get("agent_error") for e in result.episodes]
     assert sum(e is not None for e in errors) == 1 and "HTTP 400" in next(e for e in errors if e)
-    assert all("verification" not in e and e["failed_checks"] is not None for e in result.episodes)
+    assert all("verdict" not in e and e["failed_checks"] is not None for e in result.episodes)
 
 
 # -- many requests in flight: OpenAIBatchAgent under evaluate() ------------------------------
