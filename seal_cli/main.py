@@ -81,6 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=positive_int, default=16,
                    help="openai agents: chat requests in flight at once, >= 1, at most one per running episode "
                         "of a batch, so also at most --batch-size; other agents ignore it (default %(default)s)")
+    p.add_argument("--tools-in-prompt", choices=["auto", "always", "never"], default="auto",
+                   help="openai agents: where the tools go. auto: the request's `tools` field, unless a probe at "
+                        "the start (the same short request with and without a tool, compared by "
+                        "usage.prompt_tokens) finds that the server ignores or refuses it; then the system "
+                        "message, as a chat template writes tools, in the env's call format, with calls read "
+                        "from the text. always: the system message. never: the `tools` field. eval.json's "
+                        "agent_info records which; other agents ignore it (default %(default)s)")
     p.add_argument("--max-steps", type=positive_int, help="step budget: actions per episode (default: the env's: 24, 60 for BFCL)")
     p.add_argument("--temperature", type=non_negative_float,
                    help="sampling temperature, >= 0; 0 = greedy (default: 1.0 for hf, the server's for openai)")

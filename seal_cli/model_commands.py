@@ -39,11 +39,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise CLIError(f"--device {args.device}: no CUDA device here; pass --device cpu or leave --device out")
     options = {"temperature": args.temperature, "top_p": args.top_p, "max_new_tokens": args.max_new_tokens,
                "max_tokens": args.max_new_tokens, "device": args.device, "dtype": args.dtype,
-               "concurrency": args.concurrency}
+               "concurrency": args.concurrency, "tools_in_prompt": args.tools_in_prompt}
     try:
         agent = make_agent(args.agent, **options)
     except ValueError as e:
         raise CLIError(str(e)) from None
+    if hasattr(agent, "tools_line"):  # an OpenAI server: probe it once and say where the tools go, before episode 1
+        import logging
+
+        logging.getLogger("seal_envs.openai_agent").addHandler(logging.NullHandler())  # said here, once
+        print(f"[seal eval] {agent.tools_line(_call_format(args.env))}", file=sys.stderr)
     env_kwargs = {"max_steps": args.max_steps} if args.max_steps else {}
     progress = progress_bar("seal eval", "episode", args.quiet)
     result = evaluate(args.env, agent, split=args.split, k=args.k, n=args.n, limit=args.limit, seed=args.seed,
@@ -62,6 +67,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
               f"{failed[0]['agent_error']}", file=sys.stderr)
         return 2
     return 0
+
+
+def _call_format(env_id: str):
+    """The call format the env's prompt asks for (what a tools-in-prompt block spells calls in)."""
+    import gymnasium as gym
+
+    env = gym.make(env_id, disable_env_checker=True)
+    try:
+        return env.unwrapped.call_format
+    finally:
+        env.close()
 
 
 def cmd_train(args: argparse.Namespace) -> int:

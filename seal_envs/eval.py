@@ -162,10 +162,10 @@ def _act_or_fail(agent: Any, env: Any, info: Any) -> Any:
 def make_agent(spec: str, **options: Any) -> Callable[[int], Any] | BatchAgent:
     """The agent named by ``spec``, as :func:`evaluate` takes it.
 
-    ``oracle``, ``random`` and ``openai:<base url>#<model>`` (any chat-completions server with
-    tools: an :class:`~seal_envs.openai_agent.OpenAIBatchAgent` with ``concurrency`` requests in
-    flight, default :data:`~seal_envs.openai_agent.DEFAULT_CONCURRENCY`; the other ``options`` go
-    to :class:`~seal_envs.openai_agent.OpenAIChatAgent`). Local transformers models
+    ``oracle``, ``random`` and ``openai:<base url>#<model>`` (any chat-completions server: an
+    :class:`~seal_envs.openai_agent.OpenAIBatchAgent` with ``concurrency`` requests in flight,
+    default :data:`~seal_envs.openai_agent.DEFAULT_CONCURRENCY`; the other ``options`` go to
+    :class:`~seal_envs.openai_agent.OpenAIChatAgent`, ``tools_in_prompt`` among them). Local transformers models
     (``hf:<model>``) need torch, so they live in ``seal_trl.agents.make_agent``, which takes every
     spec. Unused ``options`` are ignored by the agents that take none.
     """
@@ -200,6 +200,9 @@ class EvalResult:
     seed: int
     episodes: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    #: What the agent says about how it ran (its ``eval_record()``): for an OpenAI agent, where the
+    #: tools went and what the server's probe found. Empty for agents that say nothing.
+    agent_info: dict[str, Any] = field(default_factory=dict)
 
     # the numbers --------------------------------------------------------------------------
     def outcomes(self, domain: str | None = None) -> dict[str, list[bool]]:
@@ -302,7 +305,8 @@ class EvalResult:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        return {"summary": self.summary(), "per_domain": self.per_domain(), "per_label": self.per_label(),
+        return {"summary": self.summary(), "agent_info": self.agent_info,
+                "per_domain": self.per_domain(), "per_label": self.per_label(),
                 "bfcl_categories": self.bfcl_categories(),
                 "per_task": {t: {"n": len(v), "c": sum(v), f"pass^{self.k}": pass_hat_k(len(v), sum(v), self.k)}
                              for t, v in sorted(self.outcomes().items())},
@@ -312,7 +316,7 @@ class EvalResult:
     def from_dict(d: Mapping[str, Any]) -> "EvalResult":
         s = d["summary"]
         return EvalResult(s["env_id"], s["agent"], s["split"], int(s["k"]), int(s["n"]), int(s["seed"]),
-                          list(d["episodes"]), float(s.get("seconds", 0.0)))
+                          list(d["episodes"]), float(s.get("seconds", 0.0)), dict(d.get("agent_info") or {}))
 
     def to_markdown(self) -> str:
         k = self.k
@@ -321,6 +325,7 @@ class EvalResult:
             "",
             f"{self.num_tasks} tasks x {self.n} trial{'s' if self.n != 1 else ''} = {len(self.episodes)} episodes, "
             f"canonical surface, {self.seconds:.1f} s.",
+            *_tools_sentence(self.agent_info),
             "",
             "| metric | value |",
             "| --- | --- |",
@@ -360,6 +365,17 @@ class EvalResult:
                                  errors="backslashreplace")
         paths["markdown"].write_text(self.to_markdown(), encoding="utf-8", errors="backslashreplace")
         return paths
+
+
+def _tools_sentence(agent_info: Mapping[str, Any]) -> list[str]:
+    """The line of ``eval.md`` that says where an OpenAI agent's tools went, if it said."""
+    where = agent_info.get("tools_sent_in")
+    if not where:
+        return []
+    probe = agent_info.get("tools_probe") or {}
+    text = "the system message (as text)" if where == "system_message" else "the request's `tools` field"
+    return ["", f"Tools went in {text} (--tools-in-prompt {agent_info.get('tools_in_prompt')}; "
+                f"the server's probe: {probe.get('verdict', 'not run')})."]
 
 
 # -- the loop ------------------------------------------------------------------------------
@@ -452,5 +468,8 @@ def evaluate(env_id: str, agent_factory: Callable[[int], Any] | BatchAgent, spli
     for env in envs:
         env.close()
     result.seconds = time.perf_counter() - start
+    record = getattr(agent, "eval_record", None)
+    if callable(record):
+        result.agent_info = dict(record())
     result.episodes.sort(key=lambda e: (e["index"], e["trial"]))
     return result

@@ -11,7 +11,14 @@ back to ``model.generate`` on the left-padded sequences.
     result = evaluate("seal/ToolUse-v0", agent, split="test", k=4)
 
 ``HFBatchAgent("tiny")`` uses the offline tiny model of :mod:`seal_trl.tiny` (random weights: a
-smoke test of the plumbing, not of an agent).
+smoke test of the plumbing, not of an agent). A ``.gguf`` file loads through transformers' GGUF
+reader (the ``gguf`` package: ``pip install -e ".[gguf]"``), dequantized to float32.
+
+A chat template without a tool block (SmolLM2's, most base models') drops ``tools`` as a server
+can (issue 32). ``tools_in_prompt="auto"`` (the default) renders one short conversation with and
+without a tool at start; if the template ignores it, the tools go in the system message as text
+and the calls the model writes are read from its text, as for
+:class:`seal_envs.openai_agent.OpenAIChatAgent`.
 """
 
 from __future__ import annotations
@@ -22,12 +29,12 @@ __all__ = ["HFBatchAgent"]
 
 
 class HFBatchAgent:
-    OPTIONS = ("temperature", "top_p", "max_new_tokens", "device", "dtype", "max_prompt_tokens")
+    OPTIONS = ("temperature", "top_p", "max_new_tokens", "device", "dtype", "max_prompt_tokens", "tools_in_prompt")
 
     def __init__(self, model: str | Any = "tiny", tokenizer: Any = None, *, temperature: float = 1.0,
                  top_p: float = 1.0, max_new_tokens: int = 256, device: str | None = None,
                  dtype: str | None = None, max_prompt_tokens: int | None = None,
-                 chat_template_kwargs: dict | None = None):
+                 chat_template_kwargs: dict | None = None, tools_in_prompt: str = "auto"):
         import torch
         from transformers import GenerationConfig
 
@@ -63,6 +70,10 @@ class HFBatchAgent:
                                   eos_token_id=model.generation_config.eos_token_id, **knobs)
         self.eos_ids = _eos_ids(tokenizer, config)
         self.renderer = make_renderer(tokenizer, self.eos_ids, chat_template_kwargs)
+        self.mode, self.tools_probe = tools_in_prompt, template_tools_probe(self.renderer)
+        if tools_in_prompt not in ("auto", "always", "never"):
+            raise ValueError(f"tools_in_prompt must be one of auto, always, never, got {tools_in_prompt!r}")
+        self.prompt_tools = tools_in_prompt == "always" or (tools_in_prompt == "auto" and self.tools_probe.server_drops_tools)
         self.generate = hf_generate_fn(self.model, tokenizer, config, seed=0)
         self.keyed = hasattr(self.generate, "generate_episodes")
         self.transcripts: dict[int, Any] = {}  # slot -> the episode's Transcript
@@ -79,12 +90,30 @@ class HFBatchAgent:
             self.generate.reseed(self.generator_seed)
         self.transcripts, self.sequences = {}, {}
 
-    def observe(self, slot: int, info: dict) -> list[int]:
+    def tools_line(self, call_format: Any = None) -> str:
+        """One line: whether the chat template renders tools and where they go."""
+        from seal_envs.openai_agent import tools_line
+
+        return tools_line(self.tools_probe, self.mode, self.prompt_tools, call_format, "the chat template's `tools`")
+
+    def eval_record(self) -> dict[str, Any]:
+        """What ``eval.json`` keeps of this agent's run (``agent_info``)."""
+        return {"tools_in_prompt": self.mode, "tools_sent_in": "system_message" if self.prompt_tools else "chat_template",
+                "tools_probe": self.tools_probe.to_dict()}
+
+    def observe(self, slot: int, info: dict, env: Any = None) -> list[int]:
         """The episode's ids including the env's latest reply (its reset info starts a transcript)."""
         from seal_trl.chat import Transcript
 
+        if self.prompt_tools:  # the conversation as text, the tools in its system message in the env's format
+            from seal_envs.core.call_formats import tools_in_prompt
+
+            base = env.unwrapped
+            converted = tools_in_prompt(base.messages, base.tools, getattr(base, "call_format", None))
+            seen = len(self.transcripts[slot].history) if slot in self.transcripts else 0
+            info = {"new_messages": converted[seen:], **({"tools": info["tools"]} if "tools" in info else {})}
         if slot not in self.transcripts:
-            self.transcripts[slot] = Transcript(self.renderer, info, self.eos_ids)
+            self.transcripts[slot] = Transcript(self.renderer, info, self.eos_ids, render_tools=not self.prompt_tools)
             self.sequences[slot] = list(self.transcripts[slot].prompt_ids)
         else:
             self.sequences[slot] += self.transcripts[slot].reply_ids(info)
@@ -98,7 +127,7 @@ class HFBatchAgent:
             self.generate.release(gone)
         for slot in gone:
             del self.transcripts[slot], self.sequences[slot]
-        seqs = [self.observe(slot, info) for slot, info in zip(slots, infos)]
+        seqs = [self.observe(slot, info, env) for slot, info, env in zip(slots, infos, envs)]
         if self.max_prompt_tokens:
             seqs = [s[-self.max_prompt_tokens:] for s in seqs]  # keep the recent context
         if self.keyed:
@@ -114,6 +143,22 @@ class HFBatchAgent:
             self.sequences[slot] += list(ids) + self.transcripts[slot].closing_ids(ids)
             texts.append(self.decode(ids, seq))
         return texts
+
+
+def template_tools_probe(renderer: Any) -> Any:
+    """Whether the chat template renders ``tools``: the probe conversation of
+    :func:`seal_envs.openai_agent.probe_tools` rendered with and without its tool, in tokens.
+    Free (no model call), so every agent asks at start."""
+    from seal_envs.openai_agent import PROBE_MESSAGES, PROBE_TOOL, ToolsProbe
+
+    try:
+        without = len(renderer.prompt_ids(list(PROBE_MESSAGES), None))
+        with_ = len(renderer.prompt_ids(list(PROBE_MESSAGES), [PROBE_TOOL]))
+    except Exception as e:  # noqa: BLE001 - a template that raises on tools refuses them
+        return ToolsProbe("rejects", detail=f"{type(e).__name__}: {str(e)[:160]}", who="the chat template")
+    verdict = "renders" if with_ > without else "ignores" if with_ == without else "unknown"
+    return ToolsProbe(verdict, with_, without, "" if verdict != "unknown" else "fewer tokens with the tool",
+                      who="the chat template")
 
 
 def make_agent(spec: str, **options: Any) -> Any:

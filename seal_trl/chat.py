@@ -176,15 +176,18 @@ class Transcript:
 
     ``info`` is the env's ``reset`` info; ``eos_ids`` are the ids that end a turn (a turn cut by the
     token limit is closed with the tokenizer's EOS, as the template would render it).
+    ``render_tools=False``: the template gets no ``tools`` (the messages already carry them as text,
+    :func:`seal_envs.core.call_formats.tools_in_prompt`); a changed tool list still gets its note.
     """
 
-    def __init__(self, renderer: ChatRenderer, info: Mapping[str, Any], eos_ids: Sequence[int]) -> None:
+    def __init__(self, renderer: ChatRenderer, info: Mapping[str, Any], eos_ids: Sequence[int],
+                 render_tools: bool = True) -> None:
         self.renderer = renderer
         self.eos_ids = set(eos_ids)
         messages, tools = list(info["new_messages"]), list(info.get("tools") or [])
-        self.prompt_ids = renderer.prompt_ids(messages, tools)
+        self.tools = tools if render_tools else []  # the tool list rendered into the prompt
+        self.prompt_ids = renderer.prompt_ids(messages, self.tools)
         self.history = messages  # messages as rendered into the ids
-        self.tools = tools  # the tool list rendered into the prompt
         self.seen_tools = tools  # the last tool list shown (the prompt or a tools note)
 
     def closing_ids(self, model_ids: Sequence[int]) -> list[int]:

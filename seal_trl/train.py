@@ -207,9 +207,10 @@ def run(args: argparse.Namespace) -> Path:
     log = print  # the results; --quiet turns off the bars only
     dataset = rl_tasks(args, log)  # a bad task selection fails before the model loads
     model, tokenizer = load_model_and_tokenizer(args.model)
-    if config.beta > 0 and not getattr(model.config, "_name_or_path", ""):
+    if config.beta > 0 and (not getattr(model.config, "_name_or_path", "") or str(args.model).lower().endswith(".gguf")):
         # TRL loads the KL reference from the model's path; a model built in memory ('tiny') has
-        # none, so its starting weights are saved in the run folder and the reference comes from there
+        # none, and a GGUF's path is its folder, which transformers cannot load without the file's
+        # name: so its starting weights are saved in the run folder and the reference comes from there
         start_dir = out / "start_model"
         model.save_pretrained(start_dir)
         tokenizer.save_pretrained(start_dir)

@@ -14,6 +14,7 @@ import pytest
 import seal_envs
 from seal_envs.agents import OracleAgent
 from seal_envs.core.calls import format_calls_hermes
+from seal_envs.openai_agent import PROBE_MESSAGES
 from seal_envs.core.types import ToolCall
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONIOENCODING": "utf-8"}
@@ -162,16 +163,20 @@ class ChatServer:
     """Speaks chat-completions and replays a scripted list of assistant messages."""
 
     def __init__(self, responses, status=200):
-        self.responses, self.requests, self.status = list(responses), [], status
+        self.responses, self.requests, self.probes, self.status = list(responses), [], [], status
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                owner.requests.append({"path": self.path, "body": body,
-                                       "auth": self.headers.get("Authorization")})
+                probe = body.get("max_tokens") == 1 and body["messages"] == list(PROBE_MESSAGES)
+                (owner.probes if probe else owner.requests).append({"path": self.path, "body": body,
+                                                                     "auth": self.headers.get("Authorization")})
                 if owner.status != 200:
                     payload = {"error": {"message": "scripted failure"}}
+                elif probe:  # the agent's tools probe: a server whose template renders tools
+                    payload = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "It"}}],
+                               "usage": {"prompt_tokens": 20 + (60 if body.get("tools") else 0)}}
                 else:
                     message = owner.responses.pop(0) if owner.responses else {"role": "assistant", "content": "Done."}
                     payload = {"id": f"chatcmpl-{len(owner.requests)}", "object": "chat.completion",
@@ -228,6 +233,7 @@ def test_eval_openai_agent_against_a_local_server(tmp_path):
     data = json.loads((tmp_path / "eval.json").read_text())
     assert data["summary"]["success_rate"] == 1.0 and data["episodes"][0]["task_id"] == task.task_id
     assert len(server.requests) == len(script)
+    assert [("tools" in p["body"]) for p in server.probes] == [False, True]  # one probe for the evaluation
     first, last = server.requests[0], server.requests[-1]
     assert first["path"] == "/v1/chat/completions"
     assert first["body"]["model"] == "test-model" and first["body"]["seed"] == 7

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from seal_envs.openai_agent import OpenAIBatchAgent, OpenAIChatAgent, OpenAIError, check_server
+from seal_envs.openai_agent import PROBE_MESSAGES, OpenAIBatchAgent, OpenAIChatAgent, OpenAIError, check_server
 
 OK = {"choices": [{"message": {"role": "assistant", "content": "Done."}}]}
 INFO = {"messages": [{"role": "user", "content": "hi"}], "tools": []}
@@ -187,7 +187,8 @@ def test_evaluate_keeps_played_episodes_when_a_call_fails(serve):
             answer(json.dumps(OK).encode())(h)
 
     server = serve(flaky)
-    result = evaluate("seal/ToolUse-Bank-v0", lambda seed: OpenAIChatAgent(server.url, "m", seed=seed, retries=0),
+    result = evaluate("seal/ToolUse-Bank-v0", lambda seed: OpenAIChatAgent(server.url, "m", seed=seed, retries=0,
+                                                                          tools_in_prompt="never"),  # no probe requests
                       split="test", limit=3, batch_size=1)
     assert len(result.episodes) == 3
     errors = [e.get("agent_error") for e in result.episodes]
@@ -212,10 +213,29 @@ class InFlight:
             self.now -= 1
 
 
+def is_probe(body: dict) -> bool:
+    """Whether a chat request is the agent's tools probe (seal_envs.openai_agent.probe_tools)."""
+    return body.get("max_tokens") == 1 and body["messages"] == list(PROBE_MESSAGES)
+
+
+def chat_posts(server) -> list[bytes]:
+    """The bodies of the chat requests of episodes: every POST but the tools probe's."""
+    return [body for _, body in server.posts if not is_probe(json.loads(body))]
+
+
+def answer_probe(h, body: dict) -> None:
+    """A server that renders tools: more prompt tokens with them than without."""
+    tokens = 20 + (60 if body.get("tools") else 0)
+    answer(json.dumps({"choices": [{"message": {"role": "assistant", "content": "It"}}],
+                       "usage": {"prompt_tokens": tokens, "completion_tokens": 1}}).encode())(h)
+
+
 def scripted(h) -> None:
     """A deterministic model: a user message gets a call of get_balance, anything else a text
     that names the request's seed and length (so every episode's transcript is its own)."""
     body = json.loads(h.body)
+    if is_probe(body):
+        return answer_probe(h, body)
     messages, seed = body["messages"], body.get("seed")
     if messages[-1]["role"] == "user":
         message = {"role": "assistant", "content": None, "tool_calls": [{
@@ -234,7 +254,10 @@ def slow_server(serve, delay=0.3, fail_seed=None, hang_seed=None):
     def handle(h):
         if h.command == "GET":
             return answer(b"{}")(h)
-        seed = json.loads(h.body).get("seed")
+        body = json.loads(h.body)
+        if is_probe(body):  # answered at once, outside the in-flight count
+            return answer_probe(h, body)
+        seed = body.get("seed")
         if seed == hang_seed:
             time.sleep(3)
             return
@@ -256,7 +279,7 @@ def test_a_batch_of_episodes_has_many_requests_in_flight(serve):
     agent = OpenAIBatchAgent(server.url, "m", concurrency=8, retries=0, timeout=10)
     result = evaluate("seal/ToolUse-Bank-v0", agent, split="test", limit=4, n=2, batch_size=8)
     assert len(result.episodes) == 8 and not any(e.get("agent_error") for e in result.episodes)
-    requests = len(server.posts)
+    requests = len(chat_posts(server))
     rounds = max(e["actions"] for e in result.episodes)  # lockstep: one round per action of the longest
     assert requests == sum(e["actions"] for e in result.episodes) and requests >= 2 * rounds
     assert server.flight.max == 8, server.flight.max  # round 1: every episode's request at once
@@ -283,11 +306,11 @@ def test_concurrent_results_equal_the_one_at_a_time_results(serve):
     server = serve(scripted)
     one = evaluate("seal/ToolUse-Bank-v0", lambda seed: OpenAIChatAgent(server.url, "m", seed=seed, retries=0),
                    split="test", limit=4, n=2, seed=5, batch_size=1)
-    sent_one = sorted(body for _, body in server.posts)
+    sent_one = sorted(chat_posts(server))
     server.posts.clear()
     many = evaluate("seal/ToolUse-Bank-v0", OpenAIBatchAgent(server.url, "m", concurrency=8, retries=0),
                     split="test", limit=4, n=2, seed=5, batch_size=8)
-    assert sorted(body for _, body in server.posts) == sent_one  # the same requests, byte for byte
+    assert sorted(chat_posts(server)) == sent_one  # the same requests, byte for byte
     assert many.episodes == one.episodes and len(many.episodes) == 8
     for e in many.episodes:  # no episode got another's answer: every text names its own seed
         texts = [m["content"] for m in e["transcript"] if m["role"] == "assistant" and m["content"]]

@@ -13,11 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
-TOOLS_HEADER = ("# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-                "You are provided with function signatures within <tools></tools> XML tags:\n<tools>")
-TOOLS_FOOTER = ('\n</tools>\n\nFor each function call, return a json object with function name and arguments within '
-                '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": '
-                '<args-json-object>}\n</tool_call><|im_end|>\n')
+from seal_envs.core.call_formats import HERMES_TOOLS_FOOTER, TOOLS_HEADER
+
+TOOLS_FOOTER = HERMES_TOOLS_FOOTER + "<|im_end|>\n"  # the template's text, then its end of turn
 
 
 def _is_tool_response(message: Mapping[str, Any]) -> bool:

@@ -208,3 +208,80 @@ def call_format(name: str) -> CallFormat:
         return CALL_FORMATS[name]
     except KeyError:
         raise ValueError(f"unknown call format {name!r}; the formats are {', '.join(CALL_FORMATS)}") from None
+
+
+# -- tools in the system message (a server or a chat template that drops ``tools``) ------------
+#: The tool block of the Qwen 2.5 / Qwen 3 (Hermes) chat templates, as they render it after the
+#: system text: what a model trained on that format reads, so the wording is theirs, not ours.
+#: :mod:`seal_envs.bfcl.prompt` builds BFCL's Qwen prompt from the same text.
+TOOLS_HEADER = ("# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+                "You are provided with function signatures within <tools></tools> XML tags:\n<tools>")
+HERMES_TOOLS_FOOTER = ('\n</tools>\n\nFor each function call, return a json object with function name and arguments '
+                       'within <tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, '
+                       '"arguments": <args-json-object>}\n</tool_call>')
+
+
+def prompt_call_format(fmt: CallFormat | str | None) -> CallFormat:
+    """The format a text prompt can ask for: ``chat_template`` (no spelling of its own, it defers
+    to a template that is not there) and ``None`` become Hermes, the default."""
+    fmt = call_format(fmt) if isinstance(fmt, str) else fmt
+    return fmt if fmt is not None and fmt.spell is not None else CALL_FORMATS["hermes"]
+
+
+def tools_block(tools: Sequence[Mapping[str, Any]], fmt: CallFormat | str | None = None) -> str:
+    """``tools`` as a tool-calling chat template renders them into the system message: Qwen's
+    ``<tools>`` block with one JSON schema a line, closed by how to write a call in ``fmt``
+    (Qwen's own sentence for Hermes; for the others, one call spelled in the format)."""
+    fmt = prompt_call_format(fmt)
+    body = TOOLS_HEADER + "".join(f"\n{json.dumps(t)}" for t in tools)
+    if fmt.name == "hermes":
+        return body + HERMES_TOOLS_FOOTER
+    example = fmt.spell([ToolCall("<function-name>", {"<parameter>": "<value>"})])
+    return body + f"\n</tools>\n\nWrite each function call in this format:\n{example}"
+
+
+def _spelled_calls(raw: Sequence[Mapping[str, Any]], fmt: CallFormat) -> str:
+    calls = []
+    for call in raw:
+        fn = call.get("function", call) if isinstance(call, Mapping) else {}
+        arguments = fn.get("arguments", {})
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                arguments = {}
+        calls.append(ToolCall(str(fn.get("name", "")), arguments if isinstance(arguments, Mapping) else {}))
+    return fmt.spell(calls)
+
+
+def tools_in_prompt(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None,
+                    fmt: CallFormat | str | None = None) -> list[dict[str, str]]:
+    """``messages`` (the env's ``info["messages"]``) as plain-text chat for a model whose server
+    or template drops ``tools``: the tool block (:func:`tools_block`) after the system text, every
+    assistant call spelled in ``fmt`` inside its message's text, and each run of tool results one
+    user message of ``<tool_response>`` blocks, as Qwen's template renders them. Only ``system``,
+    ``user`` and ``assistant`` text is left, which every chat template renders."""
+    fmt = prompt_call_format(fmt)
+    rest = list(messages)
+    system = ""
+    if rest and rest[0]["role"] == "system":
+        system = rest.pop(0).get("content") or ""
+    if tools:
+        system = f"{system}\n\n{tools_block(tools, fmt)}" if system else tools_block(tools, fmt)
+    out: list[dict[str, str]] = [{"role": "system", "content": system}] if system else []
+    results_at = -1  # index in ``out`` of the user message that holds the current run of tool results
+    for m in rest:
+        content = m.get("content") or ""
+        if m["role"] == "tool":
+            block = f"<tool_response>\n{content}\n</tool_response>"
+            if results_at == len(out) - 1 and results_at >= 0:
+                out[-1]["content"] += "\n" + block
+            else:
+                out.append({"role": "user", "content": block})
+                results_at = len(out) - 1
+            continue
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            spelled = _spelled_calls(m["tool_calls"], fmt)
+            content = f"{content}\n{spelled}" if content else spelled
+        out.append({"role": m["role"], "content": content})
+    return out
