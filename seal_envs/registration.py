@@ -47,8 +47,39 @@ def make_bfcl_env(split: str = "train", categories: Any = None, irrelevance: Any
                       max_steps=DEFAULT_MAX_STEPS if max_steps is None else max_steps, **kwargs)
 
 
+MCP_ID = "seal/MCP-v0"
+MCP_ENTRY = "seal_envs.registration:make_mcp_env"
+#: Ids that need arguments to make (a server and a task file): not in ``registered_ids()``, whose
+#: every id ``gym.make`` builds as it is.
+PARAMETRIC_IDS = (MCP_ID,)
+
+
+def make_mcp_env(server: Any = None, tasks: Any = None, split: str = "train", *, call_timeout: float = 10.0,
+                 start_timeout: float = 30.0, reset_tool: str | None = None, cwd: str | None = None,
+                 server_env: Any = None, max_result_chars: int = 32_768, **kwargs: Any):
+    """A ``ToolUseEnv`` over an MCP server (``server``: its argv, e.g. ``["python", "server.py"]``)
+    and a task file (``tasks``: JSON Lines or YAML): the entry point of ``seal/MCP-v0``.
+
+    It lives here for the reason ``make_bfcl_env`` does: ``seal_envs.mcp`` imports only ``core``.
+    ``env.close()`` stops every server process the env started."""
+    if not server or not tasks:
+        raise ValueError(f"{MCP_ID} needs server=[argv of an MCP server over stdio] and tasks=<a .jsonl or .yaml "
+                         f"task file>, e.g. gym.make({MCP_ID!r}, server=['python', 'server.py'], tasks='tasks.jsonl')")
+    from seal_envs.env import ToolUseEnv
+    from seal_envs.mcp.source import MCPTaskSource
+
+    source = MCPTaskSource(server, tasks, split, call_timeout=call_timeout, start_timeout=start_timeout,
+                           reset_tool=reset_tool, cwd=cwd, env=server_env, max_result_chars=max_result_chars)
+    try:
+        return ToolUseEnv(task_set=source, **kwargs)
+    except BaseException:
+        source.close()
+        raise
+
+
 def registered_ids() -> list[str]:
-    return sorted(i for i in gym.registry if i.startswith("seal/"))
+    """Every ``seal/`` id that ``gym.make`` builds without arguments (``PARAMETRIC_IDS`` need some)."""
+    return sorted(i for i in gym.registry if i.startswith("seal/") and i not in PARAMETRIC_IDS)
 
 
 def register_all() -> None:
@@ -65,6 +96,7 @@ def register_all() -> None:
     for domain, env_id in DOMAIN_IDS.items():
         if domain in GENERATORS:
             reg(env_id, domains=(domain,))
+    reg(MCP_ID, MCP_ENTRY)
     if bfcl_available():
         for category, env_id in BFCL_IDS.items():
             reg(env_id, BFCL_ENTRY, **({} if category is None else {"categories": (category,)}))
