@@ -21,6 +21,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 import uuid
 from typing import Any, Mapping, Sequence
 
@@ -105,14 +106,18 @@ class MCPConnection:
         self._main = asyncio.run_coroutine_threadsafe(self._serve(params, ClientSession, stdio_client, ready), self._loop)
         try:
             self.server_info = ready.result(start_timeout)
-        except concurrent.futures.TimeoutError:
-            self.close()
-            raise MCPServerError(f"MCP server {self.command} did not finish initializing within {start_timeout:g} s"
-                                 f"{self._stderr_tail()}") from None
         except Exception as e:
+            if isinstance(e, concurrent.futures.TimeoutError):
+                why = f"did not finish initializing within {start_timeout:g} s"
+            else:
+                while getattr(e, "exceptions", None):  # an ExceptionGroup from the task group: its first cause
+                    e = e.exceptions[0]
+                why = f"failed to start: {type(e).__name__}: {e}"
+            self.kill()
+            time.sleep(0.05)  # let the dying server's last words reach the log
+            tail = self._stderr_tail()
             self.close()
-            raise MCPServerError(f"MCP server {self.command} failed to start: {type(e).__name__}: {e}"
-                                 f"{self._stderr_tail()}") from None
+            raise MCPServerError(f"MCP server {self.command} {why}{tail}") from None
 
     async def _serve(self, params, ClientSession, stdio_client, ready: concurrent.futures.Future) -> None:
         self._stop = asyncio.Event()

@@ -139,7 +139,10 @@ class _Servers:
             sim = self.backend(self.replay, task)
             states, errors = [], []
             for turn in task.turns:
-                _, error = guarded(lambda plan=turn.plan: [sim.execute(call) for call in plan])
+                events, error = guarded(lambda plan=turn.plan: [sim.execute(call) for call in plan])
+                failed = [e for e in events or () if not e.ok]
+                if failed and not error:  # a reference plan must run: the task file or the server is wrong
+                    error = f"reference call {failed[0].tool} failed ({failed[0].kind}): {failed[0].message}"
                 states.append(sim.comparable_state())
                 errors.append(error)
         finally:
