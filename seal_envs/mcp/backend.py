@@ -73,9 +73,8 @@ def _size(value: Any) -> int:
 class MCPBackend:
     """The tools of one MCP server for one episode (the source makes a fresh state per episode).
 
-    ``trajectory`` logs every call that reached the server with the user turn it was made in
-    (the turn advances each time the env reads the state at a turn's end): what a task's
-    ``check`` function receives."""
+    ``trajectory`` logs every call the agent made, in order (what a task's ``check`` function
+    receives, with the user turn of each call added from the episode record)."""
 
     POLICIES: Mapping[str, str] = {}
 
@@ -90,7 +89,6 @@ class MCPBackend:
         self.state_arguments = dict(state_arguments or {})
         self.max_result_chars = max_result_chars
         self.trajectory: list[dict[str, Any]] = []
-        self._turn = 0
 
     @property
     def fault(self) -> str | None:
@@ -124,15 +122,15 @@ class MCPBackend:
 
     def execute(self, call: ToolCall, available: Iterable[str] | None = None) -> CallEvent:
         """Validate and run one call; never raises for anything the agent sent or the server did."""
-        refused = unavailable(call, self.specs, available)
-        if refused is not None:
-            return refused
-        error = validate_arguments(call.name, self.specs[call.name].parameters, call.arguments)
-        if error is not None:
-            return CallEvent("schema_violation", call.name, error.param, error.message, hint=error.problem)
-        event = self.call(call.name, call.arguments)
-        self.trajectory.append({"turn": self._turn, "name": call.name, "arguments": deep_copy(dict(call.arguments)),
-                                "kind": event.kind, "result": deep_copy(event.result), "message": event.message})
+        event = unavailable(call, self.specs, available)
+        if event is None:
+            error = validate_arguments(call.name, self.specs[call.name].parameters, call.arguments)
+            if error is not None:
+                event = CallEvent("schema_violation", call.name, error.param, error.message, hint=error.problem)
+        if event is None:
+            event = self.call(call.name, call.arguments)
+        self.trajectory.append({"name": call.name, "arguments": deep_copy(dict(call.arguments)), "kind": event.kind,
+                                "result": deep_copy(event.result), "message": event.message})
         return event
 
     def read_state(self) -> Any:
@@ -145,7 +143,6 @@ class MCPBackend:
         return event.result
 
     def comparable_state(self) -> dict[str, Any]:
-        """The state at the end of a user turn (the env reads it once per turn, in order)."""
-        self._turn += 1
+        """The state the verifier compares (the state tool's result; {} without one)."""
         state = self.read_state()
         return state if isinstance(state, dict) else {"state": state}

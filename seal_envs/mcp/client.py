@@ -18,7 +18,6 @@ import asyncio
 import concurrent.futures
 import os
 import signal
-import sys
 import tempfile
 import threading
 import time
@@ -206,10 +205,3 @@ class MCPConnection:
         if not self._thread.is_alive():
             self._loop.close()
         self._errlog.close()
-
-    def __del__(self):  # a forgotten env must not leave a server behind
-        if not getattr(self, "_closed", True) and sys is not None:
-            try:
-                self.close()
-            except Exception:  # noqa: BLE001
-                pass

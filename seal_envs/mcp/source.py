@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import weakref
 from typing import Any, Mapping, Sequence
 
 from seal_envs.core.official import CHECK_ERROR, CHECK_FAIL, guarded
@@ -35,8 +36,11 @@ class _Servers:
         self.call_timeout, self.start_timeout = call_timeout, start_timeout
         self.reset_tool = reset_tool if reset_tool is not None else tasks.reset_tool
         self.cwd, self.env, self.max_result_chars = cwd, env, max_result_chars
-        self.episode: MCPConnection | None = None
-        self.replay: MCPConnection | None = None
+        # The connections live in a dict that a finalizer closes: an env dropped without close()
+        # (or alive at exit) stops its servers. A connection itself is never garbage while its
+        # event-loop thread runs, so it cannot be the one to notice.
+        self.live: dict[str, MCPConnection | None] = {"episode": None, "replay": None}
+        weakref.finalize(self, _close_all, self.live)
         self.current: MCPBackend | None = None
         self.references: dict[str, tuple[list[Any], list[str]]] = {}
         self.starts = 0
@@ -47,6 +51,9 @@ class _Servers:
         except BaseException:
             self.close()
             raise
+
+    episode = property(lambda self: self.live["episode"], lambda self, c: self.live.__setitem__("episode", c))
+    replay = property(lambda self: self.live["replay"], lambda self, c: self.live.__setitem__("replay", c))
 
     # -- processes ---------------------------------------------------------------------
     def start(self) -> MCPConnection:
@@ -156,10 +163,15 @@ class _Servers:
         return states, errors
 
     def close(self) -> None:
-        for conn in (self.episode, self.replay):
-            if conn is not None:
-                conn.close()
-        self.episode = self.replay = self.current = None
+        _close_all(self.live)
+        self.current = None
+
+
+def _close_all(live: dict) -> None:
+    for key, conn in list(live.items()):
+        live[key] = None
+        if conn is not None:
+            conn.close()
 
 
 class MCPTaskSource:
@@ -254,7 +266,7 @@ class MCPTaskSource:
         if len(record.turn_states) < len(task.turns):
             return verdict  # the last turn was not reached: its state check already failed
         state = backend.read_state() if backend is not None and check.state_tool else None
-        trajectory = {"calls": list(backend.trajectory) if backend is not None else [],
+        trajectory = {"calls": _with_turns(backend.trajectory if backend is not None else [], record),
                       "answers": list(record.turn_answers)}
         outcome, error = guarded(lambda: check.function(state, trajectory))
         if error:
@@ -266,6 +278,14 @@ class MCPTaskSource:
         if passed:
             return verdict
         return _with_failed_state(verdict, task, record, f"check {check.check}: {detail or 'failed'}", CHECK_FAIL)
+
+
+def _with_turns(calls: list[dict], record: EpisodeRecord) -> list[dict]:
+    """The backend's call log with the user turn of each call: the env records one result per
+    call per turn (None for a failed one), so the counts place every call."""
+    turns = [t for t, results in enumerate(record.turn_results) for _ in results]
+    last = len(record.turn_results)
+    return [{"turn": turns[k] if k < len(turns) else last, **call} for k, call in enumerate(calls)]
 
 
 def _with_failed_state(verdict: Verdict, task: Task, record: EpisodeRecord, detail: str, outcome: str) -> Verdict:
