@@ -28,8 +28,10 @@ MARKER_VAR = "SEAL_MCP_SESSION"
 _EXIT_WAIT = 5.0  # seconds the SDK's own shutdown may take before the process table is used
 
 
-class MCPServerError(RuntimeError):
-    """The server could not be started, or is no longer usable (the message says why)."""
+class MCPServerError(ConnectionError):
+    """The server could not be started, or is no longer usable (the message says why). An
+    ``OSError``, as a missing file or a refused connection is: a problem of the set-up, which the
+    command line reports as one ``seal: error:`` line."""
 
 
 def _import_sdk():
