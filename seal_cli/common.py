@@ -33,8 +33,8 @@ MCP_ID = "seal/MCP-v0"
 def add_mcp_arguments(p) -> None:
     """``--server`` and ``--tasks``: an MCP server and a task file instead of a registered domain."""
     p.add_argument("--server", help="the command that starts an MCP server over stdio, e.g. "
-                   "\"python examples/mcp_tickets/server.py\" (with --tasks; the env is then seal/MCP-v0)")
-    p.add_argument("--tasks", help="the task file (.jsonl or .yaml) for --server (docs/mcp.md)")
+                   "\"python examples/mcp_tickets/server.py\" (default: none; with --tasks, the env is seal/MCP-v0)")
+    p.add_argument("--tasks", help="the task file (.jsonl or .yaml) for --server (default: none; docs/mcp.md)")
 
 
 def mcp_env(args, env_id: str | None) -> tuple[str, dict[str, Any]]:
