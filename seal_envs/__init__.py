@@ -9,7 +9,7 @@ from seal_envs.core.surface import CANONICAL, FrozenSurfaceError, Surface, Surfa
 from seal_envs.coevolution import CoEvolution
 from seal_envs.core.types import CallEvent, Task, ToolCall, ToolSpec, TurnLabel, Verdict
 from seal_envs.env import ToolUseEnv
-from seal_envs.registration import register_all, registered_ids
+from seal_envs.registration import register_all, register_domain, registered_ids
 from seal_envs.tasks import TaskSet, default_task_set, task_from_id
 
 register_all()
@@ -17,5 +17,5 @@ register_all()
 __all__ = [
     "CANONICAL", "CallEvent", "CoEvolution", "FrozenSurfaceError", "LABELS", "OFFICIAL_TAG", "Surface", "SurfacePatch",
     "Task", "TaskSet", "ToolCall", "ToolSpec", "ToolUseEnv", "TurnLabel", "Verdict", "default_task_set",
-    "diagnose", "official_tag", "registered_ids", "task_from_id",
+    "diagnose", "official_tag", "register_domain", "registered_ids", "task_from_id",
 ]
