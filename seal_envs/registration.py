@@ -55,7 +55,7 @@ PARAMETRIC_IDS = (MCP_ID,)
 
 
 def make_mcp_env(server: Any = None, tasks: Any = None, split: str = "train", *, call_timeout: float = 10.0,
-                 start_timeout: float = 30.0, reset_tool: str | None = None, cwd: str | None = None,
+                 start_timeout: float = 30.0, reset_tool: str | bool | None = None, cwd: str | None = None,
                  server_env: Any = None, max_result_chars: int = 32_768, **kwargs: Any):
     """A ``ToolUseEnv`` over an MCP server (``server``: its argv, e.g. ``["python", "server.py"]``)
     and a task file (``tasks``: JSON Lines or YAML): the entry point of ``seal/MCP-v0``.

@@ -34,7 +34,8 @@ class _Servers:
                  reset_tool: str | None, cwd: str | None, env: Mapping[str, str] | None, max_result_chars: int):
         self.command, self.file = list(command), tasks
         self.call_timeout, self.start_timeout = call_timeout, start_timeout
-        self.reset_tool = reset_tool if reset_tool is not None else tasks.reset_tool
+        # None: the file's reset tool; False: none (a new process per episode even if the file names one)
+        self.reset_tool = tasks.reset_tool if reset_tool is None else (reset_tool or None)
         self.cwd, self.env, self.max_result_chars = cwd, env, max_result_chars
         # The connections live in a dict that a finalizer closes: an env dropped without close()
         # (or alive at exit) stops its servers. A connection itself is never garbage while its
@@ -80,7 +81,7 @@ class _Servers:
 
     def hidden(self) -> set[str]:
         """Tools the agent is not shown: the reset tool and every task's state tool."""
-        return {self.reset_tool} - {None} | {c.state_tool for c in self.file.checks.values()} - {None}
+        return ({self.reset_tool, self.file.reset_tool} | {c.state_tool for c in self.file.checks.values()}) - {None}
 
     def _check_names(self) -> None:
         """Every tool the task file names exists on the server (else: file, line and field)."""
@@ -180,13 +181,13 @@ class MCPTaskSource:
     ``generated`` is False (a fixed list, as BFCL's); ``held_out`` is empty. ``call_timeout``
     bounds every call (a server that misses it is stopped and the call is an ``env_error``);
     ``start_timeout`` bounds starting and initializing a server. ``reset_tool`` overrides the
-    task file's."""
+    task file's (``False``: a new process per episode even where the file names a reset tool)."""
 
     generated = False
     held_out: tuple[str, ...] = ()
 
     def __init__(self, server: Sequence[str] | str, tasks: str | os.PathLike | TaskFile, split: str = "train", *,
-                 call_timeout: float = 10.0, start_timeout: float = 30.0, reset_tool: str | None = None,
+                 call_timeout: float = 10.0, start_timeout: float = 30.0, reset_tool: str | bool | None = None,
                  cwd: str | None = None, env: Mapping[str, str] | None = None, max_result_chars: int = 32_768,
                  _shared: _Servers | None = None):
         if split not in SPLITS:
