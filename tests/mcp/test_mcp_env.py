@@ -243,3 +243,36 @@ def test_surface_invariance_on_the_example_server():
     from seal_envs.testing import check_surface_invariance
 
     assert check_surface_invariance("seal/MCP-v0", seeds=(0, 1), server=SERVER, tasks=TASKS) > 0
+
+
+@pytest.mark.parametrize("kind", ["text", "dict"])
+def test_any_action_is_a_labelled_turn_on_an_mcp_env(tickets, kind):
+    """The fuzz suite of tests/test_fuzz.py (every registered id) on the example server."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    sys.path.insert(0, str(HERE.parent))
+    try:
+        from test_fuzz import check_step, dict_actions, text_actions
+    finally:
+        sys.path.remove(str(HERE.parent))
+    env = tickets.unwrapped
+    env.reset(seed=0)
+    tools = sorted(env.specs)
+    params = sorted({p for s in env.specs.values() for p in s.parameters.get("properties", {})})
+    strategy = (text_actions if kind == "text" else dict_actions)(tools, params)
+
+    @settings(max_examples=15, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+    @given(seed=st.integers(0, 20), action=strategy)
+    def run(seed, action):
+        check_step(env, seed, action)
+
+    run()
+
+
+@pytest.mark.slow
+def test_same_seeds_same_episodes_in_another_process():
+    from seal_envs.testing import check_determinism
+
+    check_determinism("seal/MCP-v0", seeds=(0, 1), server=faulty("none"), tasks=FAULTY_TASKS)
