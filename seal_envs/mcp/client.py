@@ -43,6 +43,15 @@ def _import_sdk():
     return ClientSession, StdioServerParameters, stdio_client
 
 
+def _is_refusal(error: Exception) -> bool:
+    """A JSON-RPC error answer (``McpError`` in mcp 1.x, ``MCPError`` in 2.x), not the SDK's
+    own "Connection closed" (also one, with code -32000, when the server's stdout ends)."""
+    if type(error).__name__ not in ("McpError", "MCPError"):
+        return False
+    data = getattr(error, "error", None)
+    return not (getattr(data, "code", None) == -32000 and "closed" in str(getattr(data, "message", "")).lower())
+
+
 def marked_pids(marker: str) -> list[int]:
     """Every live process whose environment carries ``marker`` (Linux's /proc; psutil elsewhere)."""
     needle = f"{MARKER_VAR}={marker}".encode()
@@ -171,7 +180,7 @@ class MCPConnection:
             self.kill()
             raise MCPServerError(self.fault) from None
         except Exception as e:
-            if type(e).__name__ == "McpError" and not self._main.done() and marked_pids(self.marker):
+            if _is_refusal(e) and not self._main.done() and marked_pids(self.marker):
                 raise  # the server answered with a JSON-RPC error: it is alive and well
             self.fault = f"{method} failed: {type(e).__name__}: {e}{self._exit_status()}{self._stderr_tail()}"
             self.kill()

@@ -5,7 +5,7 @@ that misbehaves on request: ``python fault_server.py FAULT`` where FAULT is one 
 - ``flood``: ``work`` returns 10 MB of text; ``garbage``: ``work`` is answered with non-JSON lines;
 - ``bad_schema``: lists a tool whose inputSchema is not a schema; ``exit_at_start``: dies at once.
 
-Tools: ``work(n: integer)`` adds n to a counter; ``dump`` returns {"counter": ...}. No reset tool,
+Tools: ``work(n: integer)`` adds n to a counter (a negative n is a JSON-RPC error answer); ``dump`` returns {"counter": ...}. No reset tool,
 so every episode gets a new process.
 """
 
@@ -60,6 +60,8 @@ def handle(msg):
                     sys.stdout.write("this is not JSON-RPC\n")
                 sys.stdout.flush()
                 return None
+            if args["n"] < 0:  # a JSON-RPC error answer (the server refuses; it stays up)
+                return {"__error__": {"code": -32602, "message": "n must not be negative"}}
             counter += args["n"]
             return text({"counter": counter})
         return text(f"unknown tool {name}", error=True)
@@ -75,7 +77,9 @@ def main():
     for line in sys.stdin:
         msg = json.loads(line)
         result = handle(msg)
-        if msg.get("id") is not None and result is not None:
+        if msg.get("id") is not None and isinstance(result, dict) and "__error__" in result:
+            send({"jsonrpc": "2.0", "id": msg["id"], "error": result["__error__"]})
+        elif msg.get("id") is not None and result is not None:
             send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
 
 

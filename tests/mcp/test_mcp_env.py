@@ -124,6 +124,18 @@ def test_a_wrong_call_is_diagnosed_and_a_check_function_judges(tickets):
     assert reward == 0.0 and "found 2" in info["verification"]["checks"][0]["detail"]
 
 
+def test_a_json_rpc_error_answer_is_a_tool_error_and_the_server_stays_up():
+    env = gym.make("seal/MCP-v0", server=faulty("none"), tasks=FAULTY_TASKS)
+    try:
+        env.reset(options={"index": 0})
+        _, _, _, _, info = env.step({"name": "work", "arguments": {"n": -1}})
+        assert info["events"][0]["kind"] == "tool_error" and "must not be negative" in info["events"][0]["message"]
+        _, _, _, _, info = env.step({"name": "work", "arguments": {"n": 2}})
+        assert info["tool_results"] == [{"counter": 2}] and env.unwrapped.backend.fault is None
+    finally:
+        env.close()
+
+
 def test_fresh_process_per_episode_without_a_reset_tool():
     env = gym.make("seal/MCP-v0", server=faulty("none"), tasks=FAULTY_TASKS)
     source = env.unwrapped.task_set
