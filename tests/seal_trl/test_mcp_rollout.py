@@ -57,3 +57,23 @@ def test_grpo_with_the_rollout_func_and_a_coevolution_on_an_mcp_env(tok, tmp_pat
         assert all(env.unwrapped.surface is co.surface for env in rollout_func.pool.envs)
     finally:
         rollout_func.pool.close()
+
+
+@pytest.mark.slow
+def test_seal_grpo_trainer_on_an_mcp_env(tok, tmp_path):
+    from seal_helpers import cpu_args
+
+    from seal_trl import SEALGRPOTrainer
+
+    args = cpu_args(tmp_path, env_id="seal/MCP-v0", env_kwargs=KWARGS, max_steps=1)
+    scripted = ScriptedPolicy(tok)
+    trainer = SEALGRPOTrainer(model=small_model(tok), args=args, processing_class=tok, generate_fn=scripted,
+                              train_dataset=make_dataset("seal/MCP-v0", num_rows=4, env_kwargs=KWARGS))
+    scripted.rollout = trainer.seal_rollout
+    try:
+        trainer.train()
+        logged = trainer.state.log_history[0]
+        assert 0.0 < logged["rewards/env_reward/mean"] < 1.0, logged  # the scripted mix of passes and failures
+    finally:
+        for pool in trainer.seal_pools.values():
+            pool.close()
