@@ -79,6 +79,20 @@ def test_doing_nothing_fails_every_task_that_needs_work(tickets):
         assert reward == 0.0, info["task_id"]
 
 
+def test_the_source_and_backend_meet_the_contracts(tickets):
+    from seal_envs.core.source import TaskSource, ToolBackend
+
+    env = tickets.unwrapped
+    env.reset(seed=0)
+    assert isinstance(env.task_set, TaskSource) and isinstance(env.backend, ToolBackend)
+    assert env.task_set.generated is False and env.task_set.domains == ("tickets",)
+    task = env.task_set.task_from_id("two-turn-triage")
+    view = env.task_set.with_split(task.split)
+    assert any(view[i] is task for i in view.indices()) and view.slot(0).domain == "tickets"
+    with pytest.raises(ValueError, match="no task 'nope'"):
+        env.task_set.task_from_id("nope")
+
+
 def test_tools_are_validated_and_labelled_as_native_tools_are(tickets):
     env = tickets.unwrapped
     tickets.reset(options={"task_id": "close-typo-fixed"})
