@@ -200,6 +200,10 @@ class MCPConnection:
         if self._closed:
             return
         self._closed = True
+        if threading.current_thread() is self._thread:  # a finalizer run by a collection in the loop itself
+            self.kill()
+            self._loop.call_soon(self._loop.stop)
+            return
         if self.fault is not None:
             self.kill()  # no grace period for a server that already misbehaved
         stop = self._stop
