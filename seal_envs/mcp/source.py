@@ -142,9 +142,16 @@ class _Servers:
         cached = self.references.get(task.task_id)
         if cached is not None:
             return cached
-        self.replay = self._fresh(self.replay)
         try:
+            self.replay = self._fresh(self.replay)
             sim = self.backend(self.replay, task)
+        except Exception as e:  # noqa: BLE001 - verification runs inside step: it must not raise
+            if self.replay is not None:
+                self.replay.close()
+                self.replay = None
+            reason = f"the reference replay could not start: {e}"
+            return [{STATE_ERROR_KEY: reason}] * len(task.turns), [reason] * len(task.turns)
+        try:
             states, errors = [], []
             for turn in task.turns:
                 events, error = guarded(lambda plan=turn.plan: [sim.execute(call) for call in plan])

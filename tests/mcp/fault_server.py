@@ -3,7 +3,8 @@ that misbehaves on request: ``python fault_server.py FAULT`` where FAULT is one 
 
 - ``none``: behaves; ``crash``: exits when ``work`` is called; ``hang``: never answers ``work``;
 - ``flood``: ``work`` returns 10 MB of text; ``garbage``: ``work`` is answered with non-JSON lines;
-- ``bad_schema``: lists a tool whose inputSchema is not a schema; ``exit_at_start``: dies at once.
+- ``bad_schema``: lists a tool whose inputSchema is not a schema; ``exit_at_start``: dies at once;
+  ``exit_from_start N FILE``: the N-th start (counted in FILE) and every later one die.
 
 Tools: ``work(n: integer)`` adds n to a counter (a negative n is a JSON-RPC error answer); ``dump`` returns {"counter": ...}. No reset tool,
 so every episode gets a new process.
@@ -71,6 +72,14 @@ def handle(msg):
 
 
 def main():
+    if FAULT == "exit_from_start":  # argv: exit_from_start N COUNTER_FILE: the N-th start and later die
+        n, path = int(sys.argv[2]), sys.argv[3]
+        with open(path, "a+") as f:
+            f.write("x")
+            f.seek(0)
+            starts = len(f.read())
+        if starts >= n:
+            sys.exit(1)
     if FAULT == "exit_at_start":
         sys.stderr.write("cannot start: no config\n")
         sys.exit(1)

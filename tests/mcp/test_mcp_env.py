@@ -190,6 +190,17 @@ def test_a_server_that_cannot_serve_is_a_clear_error_at_make(fault, message):
     assert children() <= before
 
 
+def test_a_reference_server_that_cannot_start_fails_the_verdict_not_the_step(tmp_path):
+    server = [*faulty("exit_from_start"), "3", str(tmp_path / "starts")]  # make, reset, then the replay dies
+    env = gym.make("seal/MCP-v0", server=server, tasks=FAULTY_TASKS)
+    try:
+        reward, info, _ = run_episode(env, OracleAgent(), options={"index": 0})
+        assert reward == 0.0 and info["official_tags"] == ["gt_error"]
+        assert "could not start" in info["verification"]["checks"][0]["detail"]
+    finally:
+        env.close()
+
+
 def test_close_and_garbage_collection_leave_no_child_process():
     before = children()
     env = gym.make("seal/MCP-v0", server=faulty("none"), tasks=FAULTY_TASKS)
