@@ -4,10 +4,10 @@
 ``gym.make("seal_envs:seal/ToolUse-v0")`` does the same without an explicit import.
 """
 
-from seal_envs.core.diagnosis import LABELS, OFFICIAL_TAG, diagnose, official_tag
+from seal_envs.core.diagnosis import LABELS, OFFICIAL_TAG_OF_LABEL, diagnose, official_tag_of_step
 from seal_envs.core.surface import CANONICAL, FrozenSurfaceError, Surface, SurfacePatch
 from seal_envs.coevolution import CoEvolution
-from seal_envs.core.types import CallEvent, Task, ToolCall, ToolSpec, TurnLabel, Verdict
+from seal_envs.core.types import CallEvent, Task, ToolCall, ToolSpec, StepLabel, Verdict
 from seal_envs.env import ToolUseEnv
 from seal_envs.registration import register_all, register_domain, registered_ids
 from seal_envs.tasks import TaskSet, default_task_set, task_from_id
@@ -15,7 +15,7 @@ from seal_envs.tasks import TaskSet, default_task_set, task_from_id
 register_all()
 
 __all__ = [
-    "CANONICAL", "CallEvent", "CoEvolution", "FrozenSurfaceError", "LABELS", "OFFICIAL_TAG", "Surface", "SurfacePatch",
-    "Task", "TaskSet", "ToolCall", "ToolSpec", "ToolUseEnv", "TurnLabel", "Verdict", "default_task_set",
+    "CANONICAL", "CallEvent", "CoEvolution", "FrozenSurfaceError", "LABELS", "OFFICIAL_TAG_OF_LABEL", "Surface", "SurfacePatch",
+    "Task", "TaskSet", "ToolCall", "ToolSpec", "ToolUseEnv", "StepLabel", "Verdict", "default_task_set",
     "diagnose", "official_tag", "register_domain", "registered_ids", "task_from_id",
 ]

@@ -26,11 +26,11 @@ Terminated after the agent ends the last user turn. Truncated after ``max_steps`
 verifier and the diagnoser still run, so the reward is never missing.
 
 ## Information
-Every step: ``messages``, ``tools``, ``turn_index``, ``tool_calls``, ``tool_results``, ``events``,
-``turn_label`` (``{}`` until the first action: a dict at every step, so Gymnasium's vector envs
+Every step: ``messages``, ``tools``, ``user_turn``, ``tool_calls``, ``tool_results``, ``events``,
+``step_label`` (``{}`` until the first action: a dict at every step, so Gymnasium's vector envs
 can merge the infos of copies that are out of phase), ``surface_version``, ``task_id``,
 ``domain``, ``difficulty``. At the episode end
-also ``verification``, ``turn_labels`` (one per action taken), ``official_tags`` (the official
+also ``verdict``, ``step_labels`` (one per action taken), ``official_turn_tags`` (the official
 SEAL tag of every user turn, see :mod:`seal_envs.core.official`) and ``official_progress``.
 
 ## Arguments
@@ -72,9 +72,9 @@ from seal_envs.tasks import default_task_set
 #: function-calling prompt (no line of the env's own; see :func:`seal_envs.bfcl.prompt.qwen_fc_prompt`).
 PROMPT_FORMATS = ("seal", "qwen_fc")
 
-INFO_KEYS = ("messages", "tools", "turn_index", "tool_calls", "tool_results", "events", "turn_label",
+INFO_KEYS = ("messages", "tools", "user_turn", "tool_calls", "tool_results", "events", "step_label",
              "surface_version", "task_id", "domain", "difficulty")
-END_INFO_KEYS = ("verification", "turn_labels", "official_tags", "official_progress")
+END_INFO_KEYS = ("verdict", "step_labels", "official_turn_tags", "official_progress")
 
 SYSTEM_PROMPT = (
     "You are a careful {domain} assistant. Use the tools to do what the user asks. "
@@ -422,8 +422,8 @@ class ToolUseEnv(gym.Env):
         reward = float(verdict.passed) if self.reward_mode == "binary" else float(verdict.progress)
         self.verdict, self.labels = verdict, labels
         official = official_score(verdict.turn_facts)
-        return reward, {"verification": verdict.to_dict(), "turn_labels": [lb.to_dict() for lb in labels],
-                        "official_tags": list(official.tags), "official_progress": official.progress}
+        return reward, {"verdict": verdict.to_dict(), "step_labels": [lb.to_dict() for lb in labels],
+                        "official_turn_tags": list(official.tags), "official_progress": official.progress}
 
     # -- views ---------------------------------------------------------------------------
     def _observation(self) -> str:
@@ -455,11 +455,11 @@ class ToolUseEnv(gym.Env):
         return {
             "messages": [_copy_message(m) for m in self.messages],
             "tools": self.tools_view(),
-            "turn_index": self.turn,
+            "user_turn": self.turn,
             "tool_calls": [],
             "tool_results": [],
             "events": [],
-            "turn_label": {} if label is None else label.to_dict(),  # a dict at reset too: vector envs merge it
+            "step_label": {} if label is None else label.to_dict(),  # a dict at reset too: vector envs merge it
             "surface_version": self.surface.version,
             "task_id": self.task.task_id,
             "domain": self.task.domain,
@@ -498,7 +498,7 @@ class VerifyOnTruncation(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
         base = self.env.unwrapped
-        if truncated and not terminated and "verification" not in info and not getattr(base, "done", True):
+        if truncated and not terminated and "verdict" not in info and not getattr(base, "done", True):
             reward, end = base.force_end()
             info = info | {k: end[k] for k in END_INFO_KEYS}
         return obs, reward, terminated, truncated, info

@@ -62,9 +62,9 @@ def test_the_example_has_twenty_tasks_and_the_oracle_solves_every_one(tickets):
     for split, n in sizes.items():
         for index in range(n):
             reward, info, _ = run_episode(tickets, OracleAgent(), options={"split": split, "index": index})
-            labels = {lb["label"] for lb in info["turn_labels"]}
-            assert reward == 1.0 and labels == {"ok"}, (info["task_id"], info["verification"])
-            tags |= set(info["official_tags"])
+            labels = {lb["label"] for lb in info["step_labels"]}
+            assert reward == 1.0 and labels == {"ok"}, (info["task_id"], info["verdict"])
+            tags |= set(info["official_turn_tags"])
     assert tags == {"pass", "correct_abstention"}
     assert source.servers.starts == 2  # the episode server and the replay server, reset between uses
 
@@ -101,12 +101,12 @@ def test_tools_are_validated_and_labelled_as_native_tools_are(tickets):
     bad = {"ticket_id": "T-101", "resolution": "solved"}
     _, _, _, _, info = tickets.step({"name": "close_ticket", "arguments": bad})
     expected = validate_arguments("close_ticket", env.specs["close_ticket"].parameters, bad)
-    assert info["turn_label"]["label"] == "schema_violation" and info["events"][0]["param"] == expected.param
+    assert info["step_label"]["label"] == "schema_violation" and info["events"][0]["param"] == expected.param
     assert info["events"][0]["message"] == expected.message
     _, _, _, _, info = tickets.step({"name": "close_tickets", "arguments": {}})
-    assert info["turn_label"]["label"] == "unknown_tool" and "close_ticket" in info["events"][0]["hint"]
+    assert info["step_label"]["label"] == "unknown_tool" and "close_ticket" in info["events"][0]["hint"]
     _, _, _, _, info = tickets.step({"name": "reset", "arguments": {}})
-    assert info["turn_label"]["label"] == "unknown_tool"
+    assert info["step_label"]["label"] == "unknown_tool"
     _, _, _, _, info = tickets.step({"name": "close_ticket", "arguments": {"ticket_id": "T-999", "resolution": "fixed"}})
     assert info["events"][0]["kind"] == "tool_error" and "T-999 not found" in info["events"][0]["message"]
     _, _, _, _, info = tickets.step({"name": "get_ticket", "arguments": {"ticket_id": "T-101"}})
@@ -129,13 +129,13 @@ def test_a_wrong_call_is_diagnosed_and_a_check_function_judges(tickets):
     wrong = OracleAgent(mutate=lambda planned, turn, task: [
         type(a)(a.name, {**a.arguments, "priority": "low"}) if hasattr(a, "arguments") else a for a in planned])
     reward, info, _ = run_episode(tickets, wrong, options={"task_id": "new-billing-ticket"})
-    assert reward == 0.0 and info["official_tags"] == ["state_mismatch"]
-    assert "priority" in info["verification"]["checks"][0]["detail"]
+    assert reward == 0.0 and info["official_turn_tags"] == ["state_mismatch"]
+    assert "priority" in info["verdict"]["checks"][0]["detail"]
     reward, info, _ = run_episode(tickets, wrong, options={"task_id": "check-new-ticket"})
     assert reward == 1.0  # the check accepts any priority
     twice = OracleAgent(mutate=lambda planned, turn, task: planned[:1] + planned)
     reward, info, _ = run_episode(tickets, twice, options={"task_id": "check-new-ticket"})
-    assert reward == 0.0 and "found 2" in info["verification"]["checks"][0]["detail"]
+    assert reward == 0.0 and "found 2" in info["verdict"]["checks"][0]["detail"]
 
 
 def test_a_json_rpc_error_answer_is_a_tool_error_and_the_server_stays_up():
@@ -172,11 +172,11 @@ def test_a_misbehaving_server_gives_labelled_turns_and_leaves_no_process(fault, 
     start = time.monotonic()
     _, reward, terminated, truncated, info = env.step({"name": "work", "arguments": {"n": 2}})
     assert time.monotonic() - start < 15
-    assert info["turn_label"]["label"] == "env_error" and reason in info["events"][0]["message"]
+    assert info["step_label"]["label"] == "env_error" and reason in info["events"][0]["message"]
     _, _, _, _, info = env.step({"name": "work", "arguments": {"n": 2}})  # the next call answers at once
     _, reward, terminated, _, info = env.step("Done.")
     assert terminated and reward == 0.0
-    assert any("MCP server fault" in c["detail"] for c in info["verification"]["checks"])
+    assert any("MCP server fault" in c["detail"] for c in info["verdict"]["checks"])
     env.close()
     assert marked_pids(marker) == [] and children() <= before
 
@@ -195,8 +195,8 @@ def test_a_reference_server_that_cannot_start_fails_the_verdict_not_the_step(tmp
     env = gym.make("seal/MCP-v0", server=server, tasks=FAULTY_TASKS)
     try:
         reward, info, _ = run_episode(env, OracleAgent(), options={"index": 0})
-        assert reward == 0.0 and info["official_tags"] == ["gt_error"]
-        assert "could not start" in info["verification"]["checks"][0]["detail"]
+        assert reward == 0.0 and info["official_turn_tags"] == ["gt_error"]
+        assert "could not start" in info["verdict"]["checks"][0]["detail"]
     finally:
         env.close()
 

@@ -40,7 +40,7 @@ def test_grpo_with_the_rollout_func_and_a_coevolution_on_an_mcp_env(tok, tmp_pat
     scripted, seen = ScriptedPolicy(tok), []
     dataset = make_dataset("seal/MCP-v0", num_rows=4, env_kwargs=KWARGS)
     assert set(dataset["env_id"]) == {"seal/MCP-v0"} and len(set(dataset["task_id"])) == 4
-    rollout_func = make_rollout_func("seal/MCP-v0", env_kwargs=KWARGS, max_turns=4, max_new_tokens=64,
+    rollout_func = make_rollout_func("seal/MCP-v0", env_kwargs=KWARGS, max_episode_steps=4, max_new_tokens=64,
                                      generate_fn=scripted, coevolution=co, on_results=seen.append, tasks=dataset)
     args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, activation_checkpointing=False,
                       report_to="none", save_strategy="no", max_steps=1, per_device_train_batch_size=4,
@@ -52,7 +52,7 @@ def test_grpo_with_the_rollout_func_and_a_coevolution_on_an_mcp_env(tok, tmp_pat
         trainer.train()
         results = seen[0]
         assert len(results) == 4 and {r.passed for r in results} == {True, False}  # the scripted mix
-        assert any(lb["label"] == "format_error" for r in results for lb in r.turn_labels)
+        assert any(lb["label"] == "format_error" for r in results for lb in r.step_labels)
         assert co.evolver.updates == 1 and co.surface.version > 0
         assert all(env.unwrapped.surface is co.surface for env in rollout_func.pool.envs)
     finally:
