@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any, Sequence
 
-from seal_cli.common import SPLIT_CHOICES, CLIError, check_env, format_table, print_json
+from seal_cli.common import MCP_ID, SPLIT_CHOICES, CLIError, check_env, format_table, mcp_env, print_json
 
 
 # -- seal envs -----------------------------------------------------------------------------
@@ -57,11 +57,12 @@ def cmd_envs(args: argparse.Namespace) -> int:
         sizes = [r["splits"].get(s) for s in SPLIT_CHOICES]
         table.append([r["id"], r["default_split"], domains, *["-" if n is None else n for n in sizes]])
     print(format_table(["id", "default split", "domains", *SPLIT_CHOICES], table))
+    print(f"\n{MCP_ID}: your own tools: an MCP server and a task file (--server, --tasks; docs/mcp.md)")
     return 0
 
 
 # -- seal show -----------------------------------------------------------------------------
-def find_task(task_id: str, env_id: str | None = None):
+def find_task(task_id: str, env_id: str | None = None, env_kwargs: dict | None = None):
     """A task by id: native ids (``domain/split/dN/seed``) directly, others (BFCL) through the
     task set of ``env_id`` or of any registered env that knows the id."""
     import gymnasium as gym
@@ -78,8 +79,12 @@ def find_task(task_id: str, env_id: str | None = None):
     errors = [str(error)] if error is not None else []
     for candidate in candidates:
         try:
-            return gym.make(candidate, disable_env_checker=True).unwrapped.task_set.task_from_id(task_id)
-        except (ValueError, KeyError) as e:
+            env = gym.make(candidate, disable_env_checker=True, **(env_kwargs or {}))
+            try:
+                return env.unwrapped.task_set.task_from_id(task_id)
+            finally:
+                env.close()
+        except (ValueError, KeyError, ConnectionError) as e:
             errors.append(str(e).strip("'\""))
         except gym.error.Error as e:
             raise CLIError(str(e)) from None
@@ -117,7 +122,12 @@ def task_text(task, show_state: bool = False) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    task = find_task(args.task_id, args.env)
+    env_kwargs: dict = {}
+    if args.server or args.tasks:
+        env_id, env_kwargs = mcp_env(args, args.env)
+    else:
+        env_id = args.env
+    task = find_task(args.task_id, env_id, env_kwargs)
     if args.json:
         print_json(task.to_dict())
     else:
@@ -199,15 +209,22 @@ def cmd_play(args: argparse.Namespace) -> int:
 
     import seal_envs  # noqa: F401  (registers the ids)
 
-    size = check_env(args.env, args.split)
+    env_id, kwargs = mcp_env(args, args.env)
+    size = check_env(env_id, args.split, **kwargs)
     if args.index is not None and args.index >= size:
         raise CLIError(f"--index {args.index} is past the end: the split has {size} tasks (0 to {size - 1})")
-    kwargs: dict[str, Any] = {}
     if args.split:
         kwargs["split"] = args.split
     if args.max_steps:
         kwargs["max_steps"] = args.max_steps
-    env = gym.make(args.env, **kwargs)
+    env = gym.make(env_id, **kwargs)
+    try:
+        return _play(env, args)
+    finally:
+        env.close()
+
+
+def _play(env, args: argparse.Namespace) -> int:
     options: dict[str, Any] = {}
     if args.task_id:
         options["task_id"] = args.task_id

@@ -22,7 +22,7 @@ from typing import Sequence
 
 from seal_cli.args import (add_train_arguments, config_field_flags, config_file_argv, non_negative_float,
                            non_negative_int, positive_int, probability)
-from seal_cli.common import SPLIT_CHOICES, CLIError
+from seal_cli.common import SPLIT_CHOICES, CLIError, add_mcp_arguments
 from seal_cli.env_commands import cmd_envs, cmd_play, cmd_report, cmd_show
 from seal_cli.model_commands import cmd_eval, cmd_train, cmd_warmstart
 
@@ -50,10 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: the native ids, then every BFCL env)")
     p.add_argument("--state", action="store_true", help="also print the initial state (default off)")
     p.add_argument("--json", action="store_true", help="print the task as JSON (default off)")
+    add_mcp_arguments(p)
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("play", help="play an episode yourself; actions are read from stdin line by line")
-    p.add_argument("env", help="an environment id, e.g. seal/ToolUse-v0 (`seal envs` lists them)")
+    p.add_argument("env", nargs="?", help="an environment id, e.g. seal/ToolUse-v0 (`seal envs` lists them; "
+                   "leave it out with --server and --tasks)")
+    add_mcp_arguments(p)
     p.add_argument("--seed", type=non_negative_int, default=0, help="reset seed, >= 0: picks the task (default 0)")
     p.add_argument("--split", choices=SPLIT_CHOICES, help="split (default: the env's own, train for most ids)")
     p.add_argument("--task-id", help="play this task, e.g. bank/train/d3/2 (default: the seed picks one)")
@@ -64,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_play)
 
     p = sub.add_parser("eval", help="evaluate an agent: success rate, pass^k, per-domain and per-label tables (oracle: seconds; a model: minutes, bounded by --limit)")
-    p.add_argument("env", help="an environment id, e.g. seal/ToolUse-v0 (`seal envs` lists them)")
+    p.add_argument("env", nargs="?", help="an environment id, e.g. seal/ToolUse-v0 (`seal envs` lists them; "
+                   "leave it out with --server and --tasks)")
+    add_mcp_arguments(p)
     p.add_argument("--agent", required=True,
                    help="oracle | random | hf:<model id or folder, 'default' or 'tiny'> | openai:<base url>#<model> "
                         "(required)")

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from seal_cli.common import CLIError, check_env, check_out, print_json
+from seal_cli.common import CLIError, check_env, check_out, mcp_env, print_json
 
 
 # -- seal eval -----------------------------------------------------------------------------
@@ -21,7 +21,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     # everything that can be checked in a second is checked before the agent (a model) loads
     if args.n is not None and args.n < args.k:
         raise CLIError(f"--n {args.n} is smaller than --k {args.k}: pass^k needs at least k trials per task")
-    check_env(args.env, args.split)
+    env_id, env_kwargs = mcp_env(args, args.env)
+    check_env(env_id, args.split, **env_kwargs)
     if args.out:
         check_out(args.out)
     if args.agent.startswith("openai:"):  # a server that is down or refuses the key: say so before episode 1
@@ -49,9 +50,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         logging.getLogger("seal_envs.openai_agent").addHandler(logging.NullHandler())  # said here, once
         print(f"[seal eval] {agent.tools_line(_call_format(args.env))}", file=sys.stderr)
-    env_kwargs = {"max_steps": args.max_steps} if args.max_steps else {}
+    env_kwargs |= {"max_steps": args.max_steps} if args.max_steps else {}
     progress = progress_bar("seal eval", "episode", args.quiet)
-    result = evaluate(args.env, agent, split=args.split, k=args.k, n=args.n, limit=args.limit, seed=args.seed,
+    result = evaluate(env_id, agent, split=args.split, k=args.k, n=args.n, limit=args.limit, seed=args.seed,
                       batch_size=args.batch_size, env_kwargs=env_kwargs, agent_name=args.agent, progress=progress)
     if args.out:
         paths = result.save(args.out)

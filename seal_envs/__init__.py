@@ -10,7 +10,7 @@ from seal_envs.core.surface import CANONICAL, FrozenSurfaceError, Surface, Surfa
 from seal_envs.coevolution import CoEvolution
 from seal_envs.core.types import CallEvent, StepLabel, Task, ToolCall, ToolSpec, Verdict
 from seal_envs.env import ToolUseEnv
-from seal_envs.registration import register_all, registered_ids
+from seal_envs.registration import register_all, register_domain, registered_ids
 from seal_envs.tasks import TaskSet, default_task_set, task_from_id
 
 register_all()
@@ -18,5 +18,5 @@ register_all()
 __all__ = [
     "CANONICAL", "CallEvent", "CoEvolution", "FrozenSurfaceError", "LABELS", "OFFICIAL_TAGS", "OFFICIAL_TAG_OF_LABEL",
     "StepLabel", "Surface", "SurfacePatch", "Task", "TaskSet", "ToolCall", "ToolSpec", "ToolUseEnv", "Verdict",
-    "default_task_set", "diagnose", "official_tag_of_step", "registered_ids", "task_from_id",
+    "default_task_set", "diagnose", "official_tag_of_step", "register_domain", "registered_ids", "task_from_id",
 ]

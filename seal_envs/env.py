@@ -533,6 +533,14 @@ class ToolUseEnv(gym.Env):
         ep.tools_reported = tools
         return info
 
+    def close(self) -> None:
+        """Release what the task source holds: an MCP source stops its server processes
+        (``seal_envs.mcp``); the native and BFCL sources hold nothing to release."""
+        close = getattr(self.task_set, "close", None)  # optional: not part of the TaskSource contract
+        if close is not None:
+            close()
+        super().close()
+
     def render(self):
         text = render_messages(self.messages) if self.task is not None else ""
         if self.render_mode == "human":

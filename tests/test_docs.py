@@ -1,7 +1,8 @@
 """Every Python block of README.md and docs/*.md runs as a user would run it: pasted into a fresh
 interpreter (a new process, in an empty folder). A block whose first line is
 ``# continues the block above`` runs after the block before it, in the same process; any other
-block runs alone, so a block that silently needs the imports of an earlier one fails here."""
+block runs alone, so a block that silently needs the imports of an earlier one fails here. A
+block with a line ``# needs: PACKAGE`` is skipped where that optional package is not installed."""
 
 import json
 import re
@@ -42,6 +43,9 @@ CHAINS = [(page, chain) for page in PAGES for chain in chains(page)]
 def test_doc_blocks_run_as_pasted(page, chain, tmp_path):
     if page.name == "bfcl.md":
         pytest.importorskip("bfcl_eval")
+    for _, code in chain:  # a block that needs an optional package says so: "# needs: mcp"
+        for needed in re.findall(r"^# needs: ([\w.]+)", code, re.MULTILINE):
+            pytest.importorskip(needed)
     (tmp_path / "blocks.json").write_text(json.dumps(chain))
     (tmp_path / "run.py").write_text(RUNNER)
     out = subprocess.run([sys.executable, "run.py", "blocks.json"], cwd=tmp_path, capture_output=True, text=True,

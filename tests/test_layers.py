@@ -1,4 +1,4 @@
-"""Imports run one way: core <- domains, bfcl <- env <- seal_trl <- seal_cli (the command line).
+"""Imports run one way: core <- domains, bfcl, mcp <- env <- seal_trl <- seal_cli (the command line).
 
 Every subpackage of ``seal_envs`` has a rule here (a new one fails until it gets one): which
 ``seal_envs`` packages it may import, relative imports and imports inside functions included.
@@ -19,6 +19,7 @@ ALLOWED = {
     "core": (),
     "domains": ("seal_envs.core",),
     "bfcl": ("seal_envs.core",),
+    "mcp": ("seal_envs.core",),
 }
 SUBPACKAGES = sorted(p.parent.name for p in (ROOT / "seal_envs").glob("*/__init__.py"))
 
@@ -149,6 +150,7 @@ def _closure(module: str) -> set[str]:
 
 JUDGES = ["seal_envs.core.backend", "seal_envs.core.verifier", "seal_envs.core.diagnosis", "seal_envs.core.official",
           "seal_envs.core.calls", "seal_envs.core.validation", "seal_envs.bfcl.backend", "seal_envs.bfcl.checker",
+          "seal_envs.mcp.backend", "seal_envs.mcp.source", "seal_envs.mcp.client",
           *(f"seal_envs.domains.{p.parent.name}.backend" for p in sorted((ROOT / "seal_envs/domains").glob("*/backend.py")))]
 
 

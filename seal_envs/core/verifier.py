@@ -169,6 +169,13 @@ def verify(task: Task, backend_cls: type[Backend], record: EpisodeRecord) -> Ver
     cached, expected, gt_errors = _reference(task, backend_cls)
     if cached is not None:
         expected, gt_errors = [cached] * len(task.turns), list(cached.errors)
+    return verify_states(task, expected, gt_errors, record)
+
+
+def verify_states(task: Task, expected: list[Any], gt_errors: list[str], record: EpisodeRecord) -> Verdict:
+    """The checks of :func:`verify` against reference states a source obtained itself (an MCP
+    server's replay, which is not a backend class the cache above could key): ``expected[i]``
+    is the reference state after user turn ``i``, ``gt_errors[i]`` why its replay raised."""
     checks: list[Check] = []
     turns_passed: list[bool] = []
     facts: list[TurnFacts] = []

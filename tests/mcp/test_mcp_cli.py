@@ -1,0 +1,42 @@
+"""seal show / play / eval with --server and --tasks (subprocesses, as a user runs them)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = f"{sys.executable} {ROOT / 'examples' / 'mcp_tickets' / 'server.py'}"
+TASKS = str(ROOT / "examples" / "mcp_tickets" / "tasks.jsonl")
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def seal(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "seal_cli", *args], capture_output=True, text=True, env=ENV,
+                          input=stdin, timeout=180)
+
+
+def test_eval_show_and_play_take_a_server_and_a_task_file():
+    out = seal("eval", "--server", SERVER, "--tasks", TASKS, "--agent", "oracle", "--split", "ood", "--batch-size", "1",
+               "--json", "--quiet")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["success_rate"] == 1.0 and summary["episodes"] == 2, summary
+    out = seal("show", "two-turn-triage", "--server", SERVER, "--tasks", TASKS, "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["task_id"] == "two-turn-triage"
+    actions = '{"name": "assign_ticket", "arguments": {"ticket_id": "T-102", "assignee": "chen"}}\nDone.\n'
+    out = seal("play", "--server", SERVER, "--tasks", TASKS, "--task-id", "assign-reset-email", stdin=actions)
+    assert out.returncode == 0 and "verdict: PASS" in out.stdout, out.stdout + out.stderr
+
+
+def test_a_bad_server_or_task_file_is_one_error_line():
+    out = seal("eval", "--server", f"{sys.executable} /no/such/server.py", "--tasks", TASKS, "--agent", "oracle")
+    assert out.returncode == 2 and "failed to start" in out.stderr and "Traceback" not in out.stderr
+    out = seal("eval", "seal/ToolUse-v0", "--server", SERVER, "--tasks", TASKS, "--agent", "oracle")
+    assert out.returncode == 2 and "leave out the id" in out.stderr
