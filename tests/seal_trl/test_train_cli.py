@@ -136,7 +136,7 @@ def test_report_to_tensorboard_and_lora_in_a_real_run(tmp_path):
     pytest.importorskip("tensorboard")
     out = tmp_path / "run"
     config = tmp_path / "run.yaml"
-    config.write_text("model: tiny\nsteps: 1\ntasks_per_step: 1\nnum_generations: 2\nmax_turns: 2\n"
+    config.write_text("model: tiny\nsteps: 1\ntasks_per_step: 1\nnum_generations: 2\nmax_episode_steps: 2\n"
                       "max_new_tokens: 8\neval_tasks: 0\nreport_to: tensorboard\nlora_r: 4\nquiet: true\n")
     done = subprocess.run([sys.executable, "-m", "seal_cli", "train", "--config", str(config), "--out", str(out)],
                           capture_output=True, text=True, env=ENV, timeout=600, cwd=tmp_path)
