@@ -25,9 +25,10 @@ makes every session show the newest surface published to that
 
 from __future__ import annotations
 
-import functools
 import os
+import threading
 import uuid
+from collections.abc import Callable
 from typing import Any, Optional
 
 from openenv.core.client_types import StepResult
@@ -80,8 +81,9 @@ class SealEnvironment(Environment):
     SUPPORTS_CONCURRENT_SESSIONS = True  # every session owns its env; shared caches are read-only
 
     def __init__(self, env_id: str = "seal/ToolUse-v0", surface_channel: str | os.PathLike | None = None,
-                 env_kwargs: dict[str, Any] | None = None):
+                 env_kwargs: dict[str, Any] | None = None, on_close: Callable[["SealEnvironment"], None] | None = None):
         super().__init__()
+        self._on_close = on_close
         self.env_id = env_id
         self.env = make_env(env_id, surface_channel=surface_channel, **(env_kwargs or {}))
         self._state = SealState(env_id=env_id)
@@ -145,8 +147,14 @@ class SealEnvironment(Environment):
                                    "executable verification and turn-level labels", version="v0")
 
     def close(self) -> None:
+        """OpenEnv calls this when the session ends: the client closed or disconnected, or it
+        idled past the timeout (the connection may still be open then: see ``_check_open``)."""
+        if self._closed:
+            return
         self._closed = True
         self.env.close()
+        if self._on_close is not None:
+            self._on_close(self)
 
 
 def create_app(env_id: str = "seal/ToolUse-v0", *, max_sessions: int = 64, idle_timeout_s: float | None = 300.0,
@@ -163,13 +171,32 @@ def create_app(env_id: str = "seal/ToolUse-v0", *, max_sessions: int = 64, idle_
     if idle_timeout_s is not None and idle_timeout_s <= 0:
         raise ValueError(f"idle_timeout_s must be positive (or None for no timeout), got {idle_timeout_s}")
     SealEnvironment(env_id, surface_channel, env_kwargs).close()
-    factory = functools.partial(SealEnvironment, env_id, surface_channel, env_kwargs)
+    live: set[SealEnvironment] = set()  # open envs: one per session (and, briefly, per plain HTTP request)
+    lock = threading.Lock()
+
+    def release(env: SealEnvironment) -> None:
+        with lock:
+            live.discard(env)
+
+    def factory() -> SealEnvironment:
+        env = SealEnvironment(env_id, surface_channel, env_kwargs, on_close=release)
+        with lock:
+            live.add(env)
+        return env
+
     app = _openenv_create_app(factory, SealAction, SealObservation, env_name=env_id.replace("/", "_"),
                               concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_sessions,
                                                                    session_timeout=idle_timeout_s),
                               state_cls=SealState)
 
     from fastapi.responses import JSONResponse
+
+    @app.get("/sessions", tags=["Environment Info"])
+    async def _sessions() -> dict[str, Any]:
+        """How many envs are open now, against the limit: what a client that disconnected or
+        idled out gave back shows here."""
+        return {"open_envs": len(live), "max_sessions": max_sessions, "idle_timeout_s": idle_timeout_s,
+                "env_id": env_id}
 
     @app.exception_handler(SessionError)
     async def _session_error(request, exc):  # plain HTTP: the reason, not a bare 500
