@@ -280,6 +280,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((args.host, args.port))
+        sock.listen(2048)  # from now on a client's connection waits in the backlog until the server accepts it
     except OSError as e:
         sock.close()
         raise CLIError(f"cannot listen on {args.host}:{args.port} ({e.strerror or e}); choose another --port "
@@ -292,5 +293,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
           f"sessions, idle timeout {f'{args.idle_timeout:g} s' if args.idle_timeout else 'none'}); Ctrl-C stops",
           flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn shuts down on Ctrl-C, then re-raises it: stopping is the normal end
+        pass
+    print("seal serve: stopped", file=sys.stderr)
     return 0
