@@ -10,6 +10,9 @@ The same oracle episodes (seeds 0..N-1, their actions recorded once in-process) 
   sessions (OpenEnv's async ``EnvClient``, :class:`SealEnvClient`) from one client process,
   each playing its share of the episodes.
 
+Also the server's own work without the transport (``SealEnvironment`` and the JSON of its
+observations, in-process), to split the loopback cost into the adapter's and the protocol's.
+
 Steps per second count actions (not resets) over the whole wall time, resets included. Each
 setting runs ``--repeat`` times and the best is kept. Prints a Markdown table for
 docs/benchmarks.md.
@@ -70,6 +73,25 @@ def in_process(env_id: str, episodes: list, sessions: int) -> tuple[float, int]:
     return time.perf_counter() - t0, steps
 
 
+def adapter_in_process(env_id: str, episodes: list) -> tuple[float, int]:
+    """The server's own work without the transport: ``SealEnvironment`` reset and step, and the
+    JSON of each observation as OpenEnv serializes it, in this process."""
+    import json
+
+    from openenv.core.env_server.serialization import serialize_observation
+
+    from seal_envs.integrations.openenv import SealAction, SealEnvironment
+
+    env, steps = SealEnvironment(env_id), 0
+    t0 = time.perf_counter()
+    for task_id, actions in episodes:
+        json.dumps(serialize_observation(env.reset(task_id=task_id)))
+        for action in actions:
+            json.dumps(serialize_observation(env.step(SealAction(message=action))))
+            steps += 1
+    return time.perf_counter() - t0, steps
+
+
 async def _session(url: str, share: list) -> int:
     from seal_envs.integrations.openenv import SealEnvClient
 
@@ -117,6 +139,7 @@ def main() -> None:
     episodes = oracle_episodes(args.env, args.episodes)
     proc, url = start_server(args.env, max(args.sessions))
     rows = []
+    adapter = min((adapter_in_process(args.env, episodes) for _ in range(args.repeat)), key=lambda r: r[0])
     try:
         over_loopback(url, episodes[:2], 1)  # warm the server (first imports, caches)
         for n in args.sessions:
@@ -134,6 +157,8 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for n, steps, local, remote in rows:
         print(f"| {n} | {steps} | {local:.0f} | {remote:.0f} | {remote / local:.2f} |")
+    print(f"\nThe server's work without the transport (SealEnvironment reset + step + the JSON of each "
+          f"observation, in-process, one session): {adapter[1] / adapter[0]:.0f} steps/s")
 
 
 if __name__ == "__main__":
