@@ -275,7 +275,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         from seal_envs.integrations.openenv import create_app
     except ImportError as e:
-        raise CLIError(f"seal serve needs OpenEnv ({e}): pip install -e \".[frameworks]\"") from None
+        hint = ('pip install "mcp<2" (openenv 0.10 needs it; verifiers 0.4 installs mcp 2)' if "mcp" in str(e).lower()
+                else 'pip install -e ".[frameworks]"')
+        raise CLIError(f"seal serve needs OpenEnv, which does not import here ({e}): {hint}") from None
     sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:

@@ -49,7 +49,7 @@ def test_doc_blocks_run_as_pasted(page, chain, tmp_path):
         head = "\n".join(code.splitlines()[:3])
         for match in REQUIRES.finditer(head):
             for module in match.group(1).split(","):
-                pytest.importorskip(module.strip())
+                pytest.importorskip(module.strip(), exc_type=ImportError)
     (tmp_path / "blocks.json").write_text(json.dumps(chain))
     (tmp_path / "run.py").write_text(RUNNER)
     out = subprocess.run([sys.executable, "run.py", "blocks.json"], cwd=tmp_path, capture_output=True, text=True,

@@ -14,7 +14,7 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
-pytest.importorskip("openenv.core.env_server")
+pytest.importorskip("openenv.core.env_server", exc_type=ImportError)  # mcp >= 2 (verifiers) breaks its import
 uvicorn = pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx")
 from websockets.sync.client import connect as ws_connect  # noqa: E402
