@@ -82,3 +82,14 @@ def test_gem_envs_show_the_channel_surface_at_reset(tmp_path):
     assert env.reset()[1]["surface_version"] == 1
     test_env = gem.make(ENV, seed=0, surface_channel=tmp_path / "s.json", split="test")
     assert test_env.reset()[1]["surface_version"] == 0                   # evaluation stays canonical
+
+
+def test_bfcl_ids_come_through_gem_too():
+    pytest.importorskip("bfcl_eval")
+    env = gem.make("seal/BFCL-MultiTurn-Base-v0", seed=0, max_steps=2)
+    _, info = env.reset()
+    _, again = env.reset(task_id=info["task_id"])                # a BFCL task id from a dataset row
+    assert again["task_id"] == info["task_id"]
+    env.step("I cannot do that.")
+    *_, truncated, last = env.step("Done.")
+    assert last["seal"]["task_id"] == info["task_id"] and "verification" in last["seal"]
