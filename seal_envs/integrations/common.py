@@ -30,7 +30,7 @@ ROW_KEYS = ("task_id", "seed", "index", "split", "domain", "difficulty")
 
 
 def _row_value(row: Mapping[str, Any], key: str) -> Any:
-    if key in row:
+    if row.get(key) is not None:  # None at the top (an unset keyword) leaves a nested value in force
         return row[key]
     for nest in ROW_NESTS:
         inner = row.get(nest)

@@ -99,8 +99,11 @@ class SealEnvironment(Environment):
 
     def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None, task_id: Optional[str] = None,
               index: Optional[int] = None, split: Optional[str] = None, domain: Optional[str] = None,
-              difficulty: Optional[int] = None, **_: Any) -> SealObservation:
+              difficulty: Optional[int] = None, **unknown: Any) -> SealObservation:
         self._check_open()
+        if unknown:  # a misspelt field would otherwise play a random task without a word
+            raise ValueError(f"unknown reset field(s) {sorted(unknown)}; reset takes seed, episode_id, task_id, "
+                             "index, split, domain, difficulty")
         row = {"seed": seed, "task_id": task_id, "index": index, "split": split, "domain": domain,
                "difficulty": difficulty}
         seed, options = reset_arguments({k: v for k, v in row.items() if v is not None})

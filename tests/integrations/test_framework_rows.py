@@ -19,6 +19,7 @@ from seal_envs.integrations.common import RECORD_KEYS, chat_messages
     ({"info": {"seed": "12", "split": "test", "domain": "shop", "difficulty": 2}},
      (12, {"split": "test", "domain": "shop", "difficulty": 2})),
     (None, (None, {})),
+    ({"task_id": None, "extra_info": {"task_id": "shop/test/d1/3"}}, (None, {"task_id": "shop/test/d1/3"})),
     ({"reward_spec": {"ground_truth": "x"}}, (None, {})),
 ])
 def test_rows_name_their_task(row, expected):

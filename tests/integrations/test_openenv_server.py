@@ -123,6 +123,7 @@ def test_bad_requests_are_errors_the_client_sees_and_the_session_goes_on(served)
         assert send({"type": "jump"})["data"]["code"] == "UNKNOWN_TYPE"
         assert "reset first" in send({"type": "step", "data": {"message": "hi"}})["data"]["message"]
         assert "not a task id" in send({"type": "reset", "data": {"task_id": "nope"}})["data"]["message"]
+        assert "unknown reset field(s) ['taskid']" in send({"type": "reset", "data": {"taskid": "x"}})["data"]["message"]
         assert send({"type": "reset", "data": {"seed": 1}})["type"] == "observation"
         assert send({"type": "step", "data": {"msg": "hi"}})["data"]["code"] == "VALIDATION_ERROR"
         labelled = send({"type": "step", "data": {"message": [1, 2]}})    # a malformed action: a labelled turn
