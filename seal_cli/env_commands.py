@@ -165,18 +165,18 @@ def verdict_text(reward: float, info: dict, live_labels: Sequence[str] | None = 
     """The verdict and the final label of every action. ``live_labels`` (what ``seal play``
     printed after each action) go in a column beside the final ones, with a note on every
     difference: the live label sees one action, the final diagnosis the whole episode."""
-    from seal_envs.core.diagnosis import official_tag
-    from seal_envs.core.types import TurnLabel
+    from seal_envs.core.diagnosis import official_tag_of_step
+    from seal_envs.core.types import StepLabel
 
-    v = info["verification"]
+    v = info["verdict"]
     lines = [f"verdict: {'PASS' if v['passed'] else 'FAIL'}   reward: {reward:g}   progress: {v['progress']:.2f}   "
              f"turns passed: {v['turns_passed']}", "checks:"]
     lines += [f"  [{'x' if c['passed'] else ' '}] {c['name']}" + (f": {c['detail']}" if c.get("detail") else "")
               for c in v["checks"]]
     rows, changed = [], []
-    for i, d in enumerate(info["turn_labels"]):
-        lb = TurnLabel.from_dict(d)
-        row = [i, lb.turn, lb.label, official_tag(lb), lb.tool or "", lb.detail[:70]]
+    for i, d in enumerate(info["step_labels"]):
+        lb = StepLabel.from_dict(d)
+        row = [i, lb.turn, lb.label, official_tag_of_step(lb), lb.tool or "", lb.detail[:70]]
         if live_labels is not None:
             live = live_labels[i] if i < len(live_labels) else "?"
             row.insert(3, live if live == lb.label else f"{live} *")
@@ -237,11 +237,11 @@ def cmd_play(args: argparse.Namespace) -> int:
             print(_tools_text(info["tools"]))
             continue
         obs, reward, terminated, truncated, info = env.step(action)
-        label = info["turn_label"]["label"] if info.get("turn_label") else "?"
+        label = info["step_label"]["label"] if info.get("step_label") else "?"
         live_labels.append(label)
         if obs:
             print(obs)
-        print(f"(step {len(env.unwrapped.steps)}, user turn {info['turn_index']}, label so far: {label})")
+        print(f"(step {len(env.unwrapped.steps)}, user turn {info['user_turn']}, label so far: {label})")
         if terminated or truncated:
             print(f"== episode {'ended' if terminated else 'cut at the step budget'} ==")
             print(verdict_text(reward, info, live_labels))

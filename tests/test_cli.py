@@ -255,7 +255,7 @@ def test_openai_agent_in_process_sends_key_and_parses_tool_calls():
     with ChatServer(oracle_messages(task)) as server:
         agent = OpenAIChatAgent(server.url + "/", "m", api_key="sk-test", seed=1)
         reward, info, actions = run_episode(env, agent, options={"index": 1})
-    assert reward == 1.0 and {lb["label"] for lb in info["turn_labels"]} == {"ok"}
+    assert reward == 1.0 and {lb["label"] for lb in info["step_labels"]} == {"ok"}
     assert server.requests[0]["auth"] == "Bearer sk-test"
     assert isinstance(actions[0], dict) and actions[0]["role"] == "assistant"
 

@@ -20,9 +20,9 @@ __all__ = ["RECORD_KEYS", "chat_messages", "final_record", "is_final", "make_env
 #: The final-info record: what a framework's trajectory keeps of a finished episode. The names
 #: are the env's info keys, so :meth:`seal_envs.CoEvolution.count` reads a record as it reads
 #: a final ``info``, whichever framework carried it.
-RECORD_KEYS = ("task_id", "domain", "difficulty", "surface_version", "verification", "turn_labels",
-               "official_tags", "official_progress")
-FINAL_KEY = "verification"  # present in an info dict exactly when the episode has ended
+RECORD_KEYS = ("task_id", "domain", "difficulty", "surface_version", "verdict", "step_labels",
+               "official_turn_tags", "official_progress")
+FINAL_KEY = "verdict"  # present in an info dict exactly when the episode has ended
 #: Where frameworks put per-row data: verl and SkyRL ``extra_info``, SkyRL ``extras``, verifiers
 #: ``info``; a key at the top of the row wins over the same key in one of these.
 ROW_NESTS = ("extra_info", "extras", "info", "env_kwargs", "metadata")
@@ -98,12 +98,12 @@ def is_final(info: Mapping[str, Any]) -> bool:
 
 
 def final_record(info: Mapping[str, Any], reward: float | None = None) -> dict[str, Any]:
-    """The record of a finished episode from its last ``info``: verdict (``verification``),
-    per-step labels (``turn_labels``), the official per-user-turn tags and progress, the task
+    """The record of a finished episode from its last ``info``: verdict (``verdict``),
+    per-step labels (``step_labels``), the official per-user-turn tags and progress, the task
     and the surface version, and ``reward`` when given; plain JSON (a fresh copy), so any
     framework can log, pickle or send it. ``CoEvolution.count([record])`` reads it."""
     if not is_final(info):
-        raise ValueError("final_record needs the info of an episode's last step (it has no 'verification' yet)")
+        raise ValueError("final_record needs the info of an episode's last step (it has no 'verdict' yet)")
     record = {k: info[k] for k in RECORD_KEYS if k in info}
     if reward is not None:
         record["reward"] = float(reward)

@@ -10,7 +10,7 @@ makes them::
 
 What GEM's loop sees: ``reset(seed=None, task_id=None, index=None)`` returns ``(text, info)``;
 ``step(action)`` returns ``(text, reward, terminated, truncated, info)`` with the env's whole
-``info`` (``turn_label`` every step; ``verification``, ``turn_labels``, ``official_tags`` and
+``info`` (``step_label`` every step; ``verdict``, ``step_labels``, ``official_turn_tags`` and
 ``official_progress`` at the end) plus ``info["seal"]``, the episode's plain-JSON record
 (:func:`~seal_envs.integrations.common.final_record`), on the last step.
 

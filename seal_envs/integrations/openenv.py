@@ -59,8 +59,8 @@ class SealObservation(Observation):
     messages: list[dict[str, Any]] = Field(default_factory=list, description="the same messages as chat messages")
     tools: Optional[list[dict[str, Any]]] = Field(default=None, description="the tools as OpenAI schemas: at reset, "
                                                   "and whenever a user turn changes them")
-    turn_label: dict[str, Any] = Field(default_factory=dict, description="the diagnosis of this step ({} at reset)")
-    turn_index: int = 0
+    step_label: dict[str, Any] = Field(default_factory=dict, description="the diagnosis of this step ({} at reset)")
+    step_index: int = 0
     task_id: str = ""
     surface_version: int = 0
     truncated: bool = False
@@ -136,8 +136,8 @@ class SealEnvironment(Environment):
 
         new = chat_messages(info["messages"][self._seen:])
         self._seen = len(info["messages"])
-        return SealObservation(text=text, messages=new, tools=tools, turn_label=info["turn_label"],
-                               turn_index=info["turn_index"], task_id=info["task_id"],
+        return SealObservation(text=text, messages=new, tools=tools, step_label=info["step_label"],
+                               step_index=info["user_turn"], task_id=info["task_id"],
                                surface_version=info["surface_version"], truncated=truncated, reward=reward, done=done,
                                final=final_record(info, reward) if is_final(info) else None)
 

@@ -16,8 +16,8 @@ prompt, so a row's ``prompt`` may be a placeholder.
 ``env_config`` (SkyRL's per-env-class config): ``surface_channel`` (a
 :class:`~seal_envs.integrations.channel.SurfaceChannel` path: the newest surface at every
 ``init``) and any keyword of the env (``max_steps``, ``reward_mode``, ``call_format``, ``split``);
-a row's ``max_turns`` (SkyRL's name) sets ``max_steps``. Each ``step`` returns the new tool
-results and user messages as chat messages and ``metadata`` with the step's ``turn_label``;
+a row's ``max_episode_steps`` (SkyRL's name) sets ``max_steps``. Each ``step`` returns the new tool
+results and user messages as chat messages and ``metadata`` with the step's ``step_label``;
 on the last step ``metadata`` is the episode's plain-JSON record
 (:func:`~seal_envs.integrations.common.final_record`), which ends in SkyRL's trajectory, and
 ``get_metrics()`` reports success, progress, steps and format errors.
@@ -54,11 +54,11 @@ class SealSkyRLEnv(BaseTextEnv):
         config = _plain(env_config or {})
         self.extras = _plain(extras or {})
         channel = config.pop("surface_channel", None)
-        if "max_turns" in self.extras:  # SkyRL's per-row step budget
-            config["max_steps"] = int(self.extras["max_turns"])
+        if "max_episode_steps" in self.extras:  # SkyRL's per-row step budget
+            config["max_steps"] = int(self.extras["max_episode_steps"])
         self.seal_id = seal_id
         self.env = make_env(seal_id, surface_channel=channel, **config)
-        self.max_turns = self.env.unwrapped.max_steps
+        self.max_episode_steps = self.env.unwrapped.max_steps
         self._seen = 0  # transcript messages already handed to the trainer
         self._record: dict[str, Any] | None = None
         self._format_errors = 0
@@ -76,25 +76,25 @@ class SealSkyRLEnv(BaseTextEnv):
                                          postprocessed_action=None)
         _, reward, terminated, truncated, info = self.env.step(action)
         self.turns += 1
-        label = info["turn_label"]
+        label = info["step_label"]
         self._format_errors += label.get("label") == "format_error"
         new = chat_messages(info["messages"][self._seen:])
         self._seen = len(info["messages"])
         done = bool(terminated or truncated)
         if done:
             self._record = final_record(info, reward)
-            metadata = {**self._record, "turn_label": label}
+            metadata = {**self._record, "step_label": label}
             new = []  # nothing more for the model to read
         else:
-            metadata = {"turn_label": label, "turn_index": info["turn_index"]}
+            metadata = {"step_label": label, "step_index": info["user_turn"]}
         return BaseTextEnvStepOutput(observations=new, reward=float(reward), done=done, metadata=metadata,
                                      postprocessed_action=None)
 
     def get_metrics(self) -> dict[str, Any]:
         if self._record is None:
             return {"steps": self.turns, "format_errors": self._format_errors}
-        return {"success": float(self._record["verification"]["passed"]),
-                "progress": float(self._record["verification"]["progress"]),
+        return {"success": float(self._record["verdict"]["passed"]),
+                "progress": float(self._record["verdict"]["progress"]),
                 "official_progress": float(self._record["official_progress"]),
                 "steps": self.turns, "format_errors": self._format_errors}
 

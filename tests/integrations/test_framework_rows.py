@@ -39,7 +39,7 @@ def test_the_record_is_plain_json_and_co_evolution_counts_it():
     record = final_record(info, reward)
     assert set(record) == {*RECORD_KEYS, "reward"} and record["reward"] == 1.0
     assert json.loads(json.dumps(record)) == record
-    assert record["verification"]["passed"] and record["official_tags"] and record["turn_labels"]
+    assert record["verdict"]["passed"] and record["official_turn_tags"] and record["step_labels"]
     assert CoEvolution.count([record]) == CoEvolution.count([info])
     with pytest.raises(ValueError, match="last step"):
         final_record(env.reset(seed=0)[1])

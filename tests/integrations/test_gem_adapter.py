@@ -36,7 +36,7 @@ def test_an_episode_through_gem_make_ends_with_the_record():
     for action in actions:
         obs, reward, terminated, truncated, info = env.step(action)
     assert terminated and reward == 1.0
-    assert info["seal"]["verification"]["passed"] and info["seal"]["turn_labels"] == info["turn_labels"]
+    assert info["seal"]["verdict"]["passed"] and info["seal"]["step_labels"] == info["step_labels"]
     assert CoEvolution.count([info["seal"]]) == CoEvolution.count([info])
 
 
@@ -47,8 +47,8 @@ def test_bad_actions_are_labelled_turns_and_seeds_pick_tasks():
     assert first["task_id"] == again["task_id"]                          # the constructor seed picks the first task
     for action in (None, 3.5, {"tool": "x"}):
         _, reward, terminated, truncated, info = env.step(action)
-        assert info["turn_label"]["label"] == "format_error"
-    assert truncated and reward == 0.0 and info["seal"]["turn_labels"][0]["label"] == "format_error"
+        assert info["step_label"]["label"] == "format_error"
+    assert truncated and reward == 0.0 and info["seal"]["step_labels"][0]["label"] == "format_error"
 
 
 @pytest.mark.parametrize("async_mode", [False, True])
@@ -66,11 +66,11 @@ def test_a_vector_env_keeps_the_final_info_through_autoreset(async_mode):
         _, rewards, terminated, truncated, infos = envs.step(actions)
         for (i, info), done, reward in zip(zip(actions, infos), terminated | truncated, rewards):
             if done:
-                assert "verification" not in info and info["task_id"] != (t0, t1)[i]   # GEM: the new episode's info
+                assert "verdict" not in info and info["task_id"] != (t0, t1)[i]   # GEM: the new episode's info
                 finals[i] = info["final_info"]
                 assert reward == 1.0
     assert [f["seal"]["task_id"] for f in finals] == [t0, t1]
-    assert all(f["seal"]["verification"]["passed"] for f in finals)
+    assert all(f["seal"]["verdict"]["passed"] for f in finals)
     assert CoEvolution.count(f["seal"] for f in finals)[Count("episodes", "bank")] == 2
 
 
@@ -92,4 +92,4 @@ def test_bfcl_ids_come_through_gem_too():
     assert again["task_id"] == info["task_id"]
     env.step("I cannot do that.")
     *_, truncated, last = env.step("Done.")
-    assert last["seal"]["task_id"] == info["task_id"] and "verification" in last["seal"]
+    assert last["seal"]["task_id"] == info["task_id"] and "verdict" in last["seal"]

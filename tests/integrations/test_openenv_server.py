@@ -81,7 +81,7 @@ def test_an_episode_over_loopback_ends_with_the_record(served):
     result = play(served.url, info["task_id"], actions)
     assert result.done and result.reward == 1.0
     final = result.observation.final
-    assert final["verification"]["passed"] and final["turn_labels"] == info["turn_labels"]
+    assert final["verdict"]["passed"] and final["step_labels"] == info["step_labels"]
     assert CoEvolution.count([final]) == CoEvolution.count([info])
     assert served.wait_open_envs(0, 5) == 0                       # the closed session's env is gone
 
@@ -128,7 +128,7 @@ def test_bad_requests_are_errors_the_client_sees_and_the_session_goes_on(served)
         assert send({"type": "step", "data": {"msg": "hi"}})["data"]["code"] == "VALIDATION_ERROR"
         labelled = send({"type": "step", "data": {"message": [1, 2]}})    # a malformed action: a labelled turn
         assert labelled["type"] == "observation"
-        assert labelled["data"]["observation"]["turn_label"]["label"] == "format_error"
+        assert labelled["data"]["observation"]["step_label"]["label"] == "format_error"
     response = httpx.post(served.url + "/step", json={"action": {"message": "hi"}})
     assert response.status_code == 409 and "WebSocket" in response.json()["detail"]
 

@@ -28,8 +28,8 @@ def test_a_dataset_row_plays_its_task_and_the_last_metadata_is_the_record():
     assert [o["done"] for o in outputs] == [False] * (len(actions) - 1) + [True]
     assert all(o["observations"] and {m["role"] for m in o["observations"]} <= {"tool", "user"} for o in outputs[:-1])
     last = outputs[-1]
-    assert last["reward"] == 1.0 and last["metadata"]["verification"]["passed"]
-    assert last["metadata"]["turn_labels"] == info["turn_labels"]
+    assert last["reward"] == 1.0 and last["metadata"]["verdict"]["passed"]
+    assert last["metadata"]["step_labels"] == info["step_labels"]
     assert CoEvolution.count([last["metadata"]]) == CoEvolution.count([info])
     assert env.get_metrics() == {"success": 1.0, "progress": 1.0, "official_progress": 1.0,
                                  "steps": len(actions), "format_errors": 0}
@@ -37,12 +37,12 @@ def test_a_dataset_row_plays_its_task_and_the_last_metadata_is_the_record():
 
 
 def test_bad_actions_are_labelled_turns_and_max_turns_bounds_the_episode():
-    env = skyrl_gym.make(ENV, env_config={}, extras={"extra_info": {"seed": 2}, "max_turns": 2})
+    env = skyrl_gym.make(ENV, env_config={}, extras={"extra_info": {"seed": 2}, "max_episode_steps": 2})
     env.init([])
     first = env.step(12345)
-    assert first["metadata"]["turn_label"]["label"] == "format_error" and not first["done"]
+    assert first["metadata"]["step_label"]["label"] == "format_error" and not first["done"]
     last = env.step('<tool_call>{"name": "nope"')
-    assert last["done"] and last["metadata"]["turn_labels"][1]["label"] == "format_error"
+    assert last["done"] and last["metadata"]["step_labels"][1]["label"] == "format_error"
     assert env.get_metrics()["format_errors"] == 2 and env.get_metrics()["success"] == 0.0
 
 
