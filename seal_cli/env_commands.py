@@ -276,3 +276,45 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(out["markdown"], end="")
     print(f"[seal report] wrote {', '.join(sorted(out['files'].values()))}", file=sys.stderr)
     return 0
+
+
+# -- seal serve ----------------------------------------------------------------------------
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve one env id over OpenEnv's protocol until interrupted. The id, the port and the
+    framework install are checked before the server's slow import, each as one error line."""
+    import socket
+
+    check_env(args.env, args.split)
+    if args.port > 65535:
+        raise CLIError(f"--port {args.port} is not a TCP port; use 1-65535, or 0 for any free one")
+    try:
+        import uvicorn
+
+        from seal_envs.integrations.openenv import create_app
+    except ImportError as e:
+        hint = ('pip install "mcp<2" (openenv 0.10 needs it; verifiers 0.4 installs mcp 2)' if "mcp" in str(e).lower()
+                else 'pip install -e ".[frameworks]"')
+        raise CLIError(f"seal serve needs OpenEnv, which does not import here ({e}): {hint}") from None
+    sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((args.host, args.port))
+        sock.listen(2048)  # from now on a client's connection waits in the backlog until the server accepts it
+    except OSError as e:
+        sock.close()
+        raise CLIError(f"cannot listen on {args.host}:{args.port} ({e.strerror or e}); choose another --port "
+                       "(0 picks a free one)") from None
+    env_kwargs = {k: v for k, v in (("split", args.split), ("max_steps", args.max_steps)) if v is not None}
+    app = create_app(args.env, max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout or None,
+                     surface_channel=args.surface_channel, **env_kwargs)
+    host, port = sock.getsockname()[:2]
+    print(f"serving {args.env} over OpenEnv on http://{host}:{port} (WebSocket /ws; at most {args.max_sessions} "
+          f"sessions, idle timeout {f'{args.idle_timeout:g} s' if args.idle_timeout else 'none'}); Ctrl-C stops",
+          flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn shuts down on Ctrl-C, then re-raises it: stopping is the normal end
+        pass
+    print("seal serve: stopped", file=sys.stderr)
+    return 0

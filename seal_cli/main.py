@@ -7,6 +7,7 @@
     seal train [--out DIR] [flags]              GRPO from the shipped default agent, evaluated before and after
     seal warmstart --out DIR                    an SFT warm start by the default agent's recipe
     seal report RUN_DIR                         plots and a Markdown summary of a training run
+    seal serve [ENV] [--port N]                 the environments over OpenEnv's protocol, for any client
 
 Heavy imports (torch, transformers, matplotlib) happen only inside the commands that need them,
 so ``seal envs`` stays fast and never imports torch. Every command is documented in
@@ -23,7 +24,7 @@ from typing import Sequence
 from seal_cli.args import (add_train_arguments, config_field_flags, config_file_argv, non_negative_float,
                            non_negative_int, positive_int, probability)
 from seal_cli.common import SPLIT_CHOICES, CLIError, add_mcp_arguments
-from seal_cli.env_commands import cmd_envs, cmd_play, cmd_report, cmd_show
+from seal_cli.env_commands import cmd_envs, cmd_play, cmd_report, cmd_serve, cmd_show
 from seal_cli.model_commands import cmd_eval, cmd_train, cmd_warmstart
 
 
@@ -131,6 +132,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir", help="a run folder with metrics.jsonl (see docs/cli.md)")
     p.add_argument("--out", help="output folder (default RUN_DIR/report)")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("serve", help="serve an environment over OpenEnv's WebSocket protocol to any client "
+                       "(until Ctrl-C; needs the frameworks extra)")
+    p.add_argument("env", nargs="?", default="seal/ToolUse-v0", help="an environment id (default %(default)s; "
+                   "`seal envs` lists them)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s: this machine "
+                   "only; 0.0.0.0 for every interface)")
+    p.add_argument("--port", type=non_negative_int, default=8000, help="TCP port, 0 for any free one (default %(default)s)")
+    p.add_argument("--max-sessions", type=positive_int, default=64,
+                   help="concurrent sessions, one env each; one more is refused with an error (default %(default)s)")
+    p.add_argument("--idle-timeout", type=non_negative_float, default=300.0,
+                   help="close a session idle this many seconds and free its env, 0 = never (default %(default)s)")
+    p.add_argument("--surface-channel", help="a SurfaceChannel file: train sessions show its newest surface at each "
+                   "reset (default: the canonical surface)")
+    p.add_argument("--split", choices=SPLIT_CHOICES, help="split (default: the env's own, train for most ids)")
+    p.add_argument("--max-steps", type=positive_int, help="step budget: actions per episode (default: the env's: "
+                   "24, 60 for BFCL)")
+    p.set_defaults(func=cmd_serve)
 
     for command in sub.choices.values():  # `seal eval ... --debug` works as well as `seal --debug eval ...`
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,

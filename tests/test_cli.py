@@ -338,6 +338,8 @@ def _required(name):
     (["eval", "seal/Nope-v0", "--agent", "hf:does/not-exist"], "unknown environment id 'seal/Nope-v0'"),
     (["eval", "seal/ToolUse-v0", "--agent", "hf:does/not-exist", "--k", "2", "--n", "1"], "--n 1 is smaller than --k 2"),
     (["play", "seal/Nope-v0"], "seal envs"),
+    (["serve", "seal/Nope-v0"], "unknown environment id 'seal/Nope-v0'"),
+    (["serve", "--port", "70000"], "--port 70000 is not a TCP port"),
     (["play", "seal/ToolUse-Bank-v0", "--split", "test", "--index", "200"], "--index 200 is past the end"),
     (["train", "--env", "seal/Nope-v0", "--model", "does/not-exist"], "unknown environment id"),
     (["train", "--rl-tools", "set_alrt", "--model", "does/not-exist"], "unknown tool(s) set_alrt"),

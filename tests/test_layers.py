@@ -20,6 +20,8 @@ ALLOWED = {
     "domains": ("seal_envs.core",),
     "bfcl": ("seal_envs.core",),
     "mcp": ("seal_envs.core",),
+
+    "integrations": ("seal_envs",),  # the top of seal_envs: adapters over the env, for other frameworks
 }
 SUBPACKAGES = sorted(p.parent.name for p in (ROOT / "seal_envs").glob("*/__init__.py"))
 
