@@ -1,7 +1,9 @@
 """From an episode's turn labels to per-token advantage weights ``[B, T]`` (uses :mod:`seal_trl.advantage_weights`).
 
 ``TokenWeigher.weights(turn_index, turn_labels, advantages)`` implements the three modes of
-:class:`~seal_trl.config.SEALConfig`:
+:class:`~seal_trl.config.SEALConfig` by calling, episode by episode, the framework-neutral
+:func:`seal_envs.core.weighting.token_advantage_weights` (the one implementation the framework
+adapters share); what is left here is the batch: EMA/dynamic tag weights and ``budget_normalize``:
 
 * ``none``: 1 on every model token;
 * ``trajectory``: one scale per episode, ``clamp(mean tag weight)`` (official A-Patch). With
@@ -29,15 +31,14 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from seal_envs.core.weighting import WeightingConfig, episode_tags, episode_turn_weights, token_advantage_weights
+from seal_envs.core.weighting import turn_tag as turn_tag
+
 from .advantage_weights import (
     OFFICIAL_TAG_WEIGHTS,
     EMATagWeights,
     OfficialDynamicTagWeights,
     budget_normalize,
-    renormalize_mean_one,
-    token_weights,
-    trajectory_scale,
-    turn_weights,
 )
 
 if TYPE_CHECKING:
@@ -86,18 +87,6 @@ WEIGHER_STATE_SCHEMA = {
 }
 
 
-def turn_tag(label: Mapping[str, Any] | None, tag_source: str = "official") -> str | None:
-    """The tag of one turn label dict (``info["turn_labels"][k]``), or ``None`` for a missing label."""
-    if label is None:
-        return None
-    if tag_source == "label":
-        return str(label["label"])
-    from seal_envs.core.diagnosis import official_tag
-    from seal_envs.core.types import TurnLabel
-
-    return official_tag(TurnLabel.from_dict(label))
-
-
 class TokenWeigher:
     """Per-token weights for one generation batch; holds the (optional) dynamic EMA tag weights."""
 
@@ -142,13 +131,17 @@ class TokenWeigher:
     def tags(self, labels: Sequence[Mapping[str, Any] | None]) -> list[str | None]:
         return [turn_tag(label, self.tag_source) for label in labels]
 
+    @property
+    def config(self) -> WeightingConfig:
+        """This weigher's settings as the framework-neutral config (with its current tag weights)."""
+        return WeightingConfig(self.mode, self.tag_weights, self.tag_source, self.min_scale, self.max_scale,
+                               self.apply_to, self.renormalize)
+
     def episode_tags(self, labels: Sequence[Mapping[str, Any] | None],
                      official: Sequence[str] | None = None) -> list[str]:
         """The tags an episode is weighed (and counted) by: its official per-user-turn tags in
         ``trajectory`` mode with official tags, else one tag per labelled step."""
-        if self.mode == "trajectory" and self.tag_source == "official" and official is not None:
-            return [str(t) for t in official]
-        return [t for t in self.tags(labels) if t is not None]
+        return episode_tags(labels, self.config, official)
 
     def tag_stats(self, batch_labels: Sequence[Sequence[Mapping[str, Any] | None]],
                   batch_official: Sequence[Sequence[str] | None] | None = None,
@@ -179,34 +172,26 @@ class TokenWeigher:
     def turn_weights(self, labels: Sequence[Mapping[str, Any] | None], advantage: float,
                      official: Sequence[str] | None = None) -> list[float]:
         """One weight per turn (assistant step) of an episode."""
-        tags = self.tags(labels)
-        kw = {"min_scale": self.min_scale, "max_scale": self.max_scale}
-        if self.mode == "none":
-            return [1.0] * len(tags)
-        if self.mode == "turn":
-            return turn_weights(tags, advantage, self.tag_weights, self.apply_to, **kw)
-        applies = self.apply_to == "all" or (self.apply_to == "negative" and advantage < 0) or (
-            self.apply_to == "positive" and advantage > 0)
-        scale = trajectory_scale(self.episode_tags(labels, official), self.tag_weights, **kw) if applies else 1.0
-        return [scale] * len(tags)
+        return episode_turn_weights(labels, self.config, advantage=advantage, official_tags=official)
 
     def weights(self, turn_index: torch.Tensor, batch_labels: Sequence[Sequence[Mapping[str, Any] | None]],
                 advantages: torch.Tensor, reduce_fn: Callable[[torch.Tensor], torch.Tensor] | None = None,
                 batch_official: Sequence[Sequence[str] | None] | None = None) -> torch.Tensor:
         """``[B, T]`` weights: ``turn_index[b, t]`` is the turn of token ``t`` (-1: env token or padding);
         ``batch_official[b]`` is episode ``b``'s ``info["official_tags"]`` (None where absent)."""
-        per_turn = []
+        import numpy as np
+        import torch
+
+        config = self.config
         official = list(batch_official) if batch_official is not None else [None] * len(batch_labels)
-        for b, labels in enumerate(batch_labels):
-            needed = int(turn_index[b].max()) + 1 if turn_index.size(1) else 0
-            padded = list(labels) + [None] * max(0, needed - len(labels))  # a turn without a label weighs 1
-            per_turn.append(self.turn_weights(padded, float(advantages[b]), official[b]))
-        weights = token_weights(turn_index, per_turn).to(advantages.device)
-        model_tokens = turn_index.to(weights.device) >= 0
-        if self.renormalize:
-            weights = renormalize_mean_one(weights, model_tokens)
+        index = turn_index.detach().cpu().long().numpy()
+        adv = advantages.detach().cpu().double().numpy()
+        rows = [token_advantage_weights(index[b], labels, config, advantage=float(adv[b]), official_tags=official[b])
+                for b, labels in enumerate(batch_labels)]
+        table = np.stack(rows) if rows else np.zeros(index.shape, dtype=np.float32)
+        weights = torch.from_numpy(table).to(advantages.device)
         if self.budget:
-            weights = budget_normalize(weights, model_tokens, reduce_fn)
+            weights = budget_normalize(weights, turn_index.to(weights.device) >= 0, reduce_fn)
         return weights
 
     # -- checkpointing --------------------------------------------------------------------------
