@@ -20,6 +20,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from seal_envs.core.surface import CANONICAL
+
 __all__ = ["DEFAULT_ENV_ID", "RECORD_KEYS", "RowError", "TextEpisode", "failed_record", "final_record",
            "reset_arguments", "token_weights_for"]
 
@@ -161,14 +163,20 @@ class TextEpisode:
         return episode
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> list[dict[str, Any]]:
-        """Start the episode; the opening messages (system, first user request). Tools: :attr:`tools`."""
+        """Start the episode; the opening messages (system, first user request). Tools: :attr:`tools`.
+
+        The channel's surface is shown only when the env is a training env and the task is a
+        training task: a row that asks a training env for a test or ood task is evaluated on the
+        canonical surface, as an evaluation env would show it."""
         base = self.env.unwrapped
-        if self.channel is not None and not base.surface.frozen:
-            surface = self.channel.latest()
-            if surface is not None and surface != base.surface:
-                base.set_surface(surface)
         try:
             _, info = self.env.reset(seed=seed, options=options)
+            if self.channel is not None and not base.surface.frozen:
+                surface = self.channel.latest() if base.task.split == "train" else None
+                surface = surface if surface is not None else CANONICAL
+                if surface != base.surface:  # show it from the first message on: the same task again
+                    base.set_surface(surface)
+                    _, info = self.env.reset(seed=seed, options={"task": base.task})
         except (KeyError, ValueError, IndexError, TypeError) as e:  # an unknown task id, an index past the split
             raise RowError(f"no task for seed={seed!r} options={options!r}: {type(e).__name__}: {e}") from None
         self.info = info

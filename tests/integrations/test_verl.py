@@ -12,7 +12,7 @@ verl = pytest.importorskip("verl.experimental.agent_loop")
 
 from default_agent import ENV_KWARGS, PASSED, StandInChannel, generate, load  # noqa: E402
 
-from seal_envs.core.surface import surface_preset  # noqa: E402
+from seal_envs.testing import fully_patched_surface  # noqa: E402
 from seal_envs.core.weighting import WeightingConfig, token_advantage_weights  # noqa: E402
 
 
@@ -103,8 +103,8 @@ def test_training_envs_show_the_channels_surface_and_the_weights_reach_the_advan
     from seal_envs.integrations.verl import apply_seal_weights
 
     channel = StandInChannel()
-    channel.publish(surface_preset("observation_lite"))
-    train = run(FakeServerManager(), {"task_id": PASSED[0], "split": "train"}, surface_channel=channel,
+    assert channel.publish(fully_patched_surface(["get_balance", "transfer"])) > 0
+    train = run(FakeServerManager(), {"split": "train", "index": 0}, surface_channel=channel,
                 weighting={"mode": "turn"})
     assert channel.reads == 1 and train.extra_fields["seal"]["surface_version"] == channel.surface.version
     evaluation = run(FakeServerManager(), {"task_id": PASSED[0]}, surface_channel=channel)
