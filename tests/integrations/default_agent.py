@@ -48,8 +48,11 @@ def chat(messages: list[dict], tools: list[dict] | None = None) -> str:
     return tokenizer.decode(ids, skip_special_tokens=True)
 
 
+USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
 class ChatServer:
-    """``POST /v1/chat/completions`` and ``GET /v1/models`` on loopback, answered by :func:`chat`."""
+    """``POST /v1/chat/completions`` (plain or streamed) and ``GET /v1/models`` on loopback, answered by :func:`chat`."""
 
     def __init__(self) -> None:
         self.requests: list[dict] = []
@@ -76,11 +79,24 @@ class ChatServer:
                 messages = [{"role": m["role"], "content": m.get("content") or ""} | (
                     {"tool_calls": m["tool_calls"]} if m.get("tool_calls") else {}) for m in body["messages"]]
                 content = chat(messages, body.get("tools"))
-                self._send(200, {"id": f"chatcmpl-{len(outer.requests)}", "object": "chat.completion", "created": 0,
-                                 "model": body.get("model", "default"),
-                                 "choices": [{"index": 0, "finish_reason": "stop",
-                                              "message": {"role": "assistant", "content": content}}],
-                                 "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}})
+                head = {"id": f"chatcmpl-{len(outer.requests)}", "created": 0, "model": body.get("model", "default")}
+                if not body.get("stream"):
+                    self._send(200, {**head, "object": "chat.completion",
+                                     "choices": [{"index": 0, "finish_reason": "stop",
+                                                  "message": {"role": "assistant", "content": content}}],
+                                     "usage": USAGE})
+                    return
+                chunks = [{"index": 0, "delta": {"role": "assistant", "content": content}, "finish_reason": None},
+                          {"index": 0, "delta": {}, "finish_reason": "stop"}]
+                events = [{**head, "object": "chat.completion.chunk", "choices": [c]} for c in chunks]
+                if (body.get("stream_options") or {}).get("include_usage"):
+                    events.append({**head, "object": "chat.completion.chunk", "choices": [], "usage": USAGE})
+                data = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(data.encode())))
+                self.end_headers()
+                self.wfile.write(data.encode())
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_port}/v1"
