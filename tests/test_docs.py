@@ -1,7 +1,9 @@
 """Every Python block of README.md and docs/*.md runs as a user would run it: pasted into a fresh
 interpreter (a new process, in an empty folder). A block whose first line is
 ``# continues the block above`` runs after the block before it, in the same process; any other
-block runs alone, so a block that silently needs the imports of an earlier one fails here."""
+block runs alone, so a block that silently needs the imports of an earlier one fails here.
+A block that needs an optional package says so in a line ``# requires: gem, skyrl_gym`` (module
+names) among its first lines; it is skipped where one of them cannot be imported."""
 
 import json
 import re
@@ -14,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [p for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))] if "```python" in p.read_text()]
 CONTINUES = "# continues the block above"
+REQUIRES = re.compile(r"^# requires: (.+)$", re.MULTILINE)
 RUNNER = """import json, sys
 ns = {"__name__": "__main__"}
 for name, code in json.load(open(sys.argv[1])):
@@ -42,6 +45,11 @@ CHAINS = [(page, chain) for page in PAGES for chain in chains(page)]
 def test_doc_blocks_run_as_pasted(page, chain, tmp_path):
     if page.name == "bfcl.md":
         pytest.importorskip("bfcl_eval")
+    for _, code in chain:
+        head = "\n".join(code.splitlines()[:3])
+        for match in REQUIRES.finditer(head):
+            for module in match.group(1).split(","):
+                pytest.importorskip(module.strip(), exc_type=ImportError)
     (tmp_path / "blocks.json").write_text(json.dumps(chain))
     (tmp_path / "run.py").write_text(RUNNER)
     out = subprocess.run([sys.executable, "run.py", "blocks.json"], cwd=tmp_path, capture_output=True, text=True,

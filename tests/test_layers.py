@@ -19,6 +19,7 @@ ALLOWED = {
     "core": (),
     "domains": ("seal_envs.core",),
     "bfcl": ("seal_envs.core",),
+    "integrations": ("seal_envs",),  # the top of seal_envs: adapters over the env, for other frameworks
 }
 SUBPACKAGES = sorted(p.parent.name for p in (ROOT / "seal_envs").glob("*/__init__.py"))
 
