@@ -101,17 +101,19 @@ def final_record(info: Mapping[str, Any], reward: float | None = None) -> dict[s
     return json.loads(json.dumps(record))
 
 
-def token_weights_for(mask: Sequence[int], record: Mapping[str, Any], config: Any = None,
-                      advantage: float | None = None) -> list[float]:
-    """SEAL's per-token advantage weights for a response whose ``mask`` marks the model's tokens
-    (one run of 1s per env step), from a :func:`final_record`. ``config``: a
-    :class:`~seal_envs.core.weighting.WeightingConfig` or a mapping of its fields (default: the
-    official trajectory scale)."""
+def token_weights_for(mask: Sequence[int] | None, record: Mapping[str, Any], config: Any = None,
+                      advantage: float | None = None, *, turns: Sequence[int] | None = None) -> list[float]:
+    """SEAL's per-token advantage weights for a response from a :func:`final_record`: ``turns``
+    is each token's turn (-1: not the model's), or ``mask`` marks the model's tokens with one run
+    of 1s per env step (a step that generated nothing would shift the runs: pass ``turns`` where
+    the spans are known). ``config``: a :class:`~seal_envs.core.weighting.WeightingConfig` or a
+    mapping of its fields (default: the official trajectory scale)."""
     from seal_envs.core.weighting import WeightingConfig, token_advantage_weights, turn_index_from_mask
 
     if not isinstance(config, WeightingConfig):
         config = WeightingConfig.from_dict(config)
-    weights = token_advantage_weights(turn_index_from_mask(mask), record.get("turn_labels") or [], config,
+    index = turn_index_from_mask(mask or []) if turns is None else turns
+    weights = token_advantage_weights(index, record.get("turn_labels") or [], config,
                                       advantage=advantage, official_tags=record.get("official_tags"))
     return [float(w) for w in weights]
 

@@ -172,11 +172,11 @@ class AgentExecutor(MultiTurnAgentExecutor):
                                              images)
             instance: SealAgentInstance = slot["instance"]
             record = instance.record()
-            mask = [0] * len(response["observation_tokens"])
-            for start, end in response["action_ranges"]:
-                mask[start:end] = [1] * (end - start)
+            turns = [-1] * len(response["observation_tokens"])
+            for k, (start, end) in enumerate(response["action_ranges"]):  # one range per env step
+                turns[start:end] = [k] * (end - start)
             response["seal"] = record
-            response["seal_token_weights"] = token_weights_for(mask, record, SETTINGS["weighting"])
+            response["seal_token_weights"] = token_weights_for(None, record, SETTINGS["weighting"], turns=turns)
             response["reward"] = response["scores"] = float(record["reward"])
             response["extra_logs"] = instance.scalars()
             return response

@@ -127,3 +127,32 @@ def test_training_envs_show_the_channels_surface_and_the_weights_reach_the_advan
     assert data.batch["advantages"][0].tolist() == adv[0].tolist()
     assert data.batch["advantages"][1, : len(outs[1].response_mask)].tolist() == pytest.approx(
         (adv[1, : len(outs[1].response_mask)] * torch.tensor(outs[1].extra_fields["seal_token_weights"])).tolist())
+
+
+def test_install_weighting_wraps_verls_compute_advantage(monkeypatch):
+    import numpy as np
+    import torch
+    import verl.trainer.ppo.ray_trainer as ray_trainer
+    from verl.protocol import DataProto
+
+    from seal_envs.integrations.verl import install_weighting
+
+    monkeypatch.setattr(ray_trainer, "compute_advantage", ray_trainer.compute_advantage)
+    install_weighting({"mode": "turn"})
+    install_weighting({"mode": "turn"})  # idempotent: weights apply once
+    # (verl's v1 trainer module needs transfer_queue, not installed here; install_weighting patches it where it imports)
+    labels = [{"label": "unknown_tool", "turn": 0}, {"label": "ok", "turn": 0}]
+    mask = torch.tensor([[1, 1, 0, 1, 0], [1, 1, 0, 1, 0]])
+    record = {"turn_labels": labels, "official_tags": [], "verification": {"passed": False}}
+    weights = [2.0, 2.0, 0.0, 1.0, 0.0]
+    rewards = torch.zeros(2, 5)
+    rewards[0, 3] = 1.0  # two samples of one prompt: GRPO advantages +-0.7071
+    data = DataProto.from_dict(
+        tensors={"token_level_rewards": rewards, "response_mask": mask},
+        non_tensors={"uid": np.array(["a", "a"], dtype=object), "seal": np.array([record, record], dtype=object),
+                     "seal_turn_index": np.array([[0, 0, -1, 1, -1]] * 2, dtype=object),
+                     "seal_token_weights": np.array([weights, weights], dtype=object)})
+    out = ray_trainer.compute_advantage(data, adv_estimator="grpo")
+    a = 1 / np.sqrt(2)
+    want = [a * w for w in weights] + [-a * w for w in weights]
+    assert out.batch["advantages"].flatten().tolist() == pytest.approx(want, abs=1e-4)
