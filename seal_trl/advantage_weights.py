@@ -29,7 +29,7 @@ from seal_envs.core.weighting import (
     ApplyTo,
     expand_turn_weights,
     trajectory_scale,
-    turn_weights,
+    step_weights,
 )
 
 if TYPE_CHECKING:
@@ -49,14 +49,14 @@ __all__ = [
     "renormalize_mean_one",
     "token_weights",
     "trajectory_scale",
-    "turn_weights",
+    "step_weights",
 ]
 
 
 def token_weights(
     token_turn_index: torch.Tensor, per_sequence_turn_weights: Sequence[Sequence[float]]
 ) -> torch.Tensor:
-    """Expand per-turn weights onto tokens: ``w[b, t] = weights[b][turn_index[b, t]]``.
+    """Expand per-turn weights onto tokens: ``w[b, t] = weights[b][step_index[b, t]]``.
 
     ``token_turn_index`` is ``[B, T]`` (long) and holds, for every completion token, the index of
     the assistant turn that generated it, or ``-1`` for environment text and padding; those get

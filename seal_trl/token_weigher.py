@@ -1,6 +1,6 @@
 """From an episode's turn labels to per-token advantage weights ``[B, T]`` (uses :mod:`seal_trl.advantage_weights`).
 
-``TokenWeigher.weights(turn_index, turn_labels, advantages)`` implements the three modes of
+``TokenWeigher.weights(step_index, step_labels, advantages)`` implements the three modes of
 :class:`~seal_trl.config.SEALConfig` by calling, episode by episode, the framework-neutral
 :func:`seal_envs.core.weighting.token_advantage_weights` (the one implementation the framework
 adapters share); what is left here is the batch: EMA/dynamic tag weights and ``budget_normalize``:
@@ -8,14 +8,14 @@ adapters share); what is left here is the batch: EMA/dynamic tag weights and ``b
 * ``none``: 1 on every model token;
 * ``trajectory``: one scale per episode, ``clamp(mean tag weight)`` (official A-Patch). With
   ``tag_source="official"`` the mean runs over the episode's official per-user-turn tags
-  (``info["official_tags"]``, :mod:`seal_envs.core.official`), which is what makes the scale
+  (``info["official_turn_tags"]``, :mod:`seal_envs.core.official`), which is what makes the scale
   equal the official one; an env without them falls back to one tag per assistant step;
 * ``turn``: each turn's tokens get ``clamp(weight of that turn's tag)``; optionally renormalized to
   mean 1 per episode.
 
 ``apply_to`` leaves weight 1 on episodes whose advantage has the other sign; ``budget_normalize``
 then rescales so the weights of all model tokens of the generation batch (every process) sum to
-their count. Environment tokens (``turn_index == -1``) and padding always weigh 0.
+their count. Environment tokens (``step_index == -1``) and padding always weigh 0.
 
 In ``turn`` mode a step's tag is its primary label (``tag_source="label"``) or the official
 SEAL tag of that label (``"official"``, the default, which the official tag-weight table is keyed by).
@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from seal_envs.core.weighting import WeightingConfig, episode_tags, episode_turn_weights, token_advantage_weights
-from seal_envs.core.weighting import turn_tag as turn_tag
+from seal_envs.core.weighting import step_tag as step_tag
 
 from .advantage_weights import (
     OFFICIAL_TAG_WEIGHTS,
@@ -44,7 +44,7 @@ from .advantage_weights import (
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["TokenWeigher", "turn_tag", "WEIGHER_STATE_SCHEMA"]
+__all__ = ["TokenWeigher", "step_tag", "WEIGHER_STATE_SCHEMA"]
 
 # The weigher part of the trainer's seal_state.json (TokenWeigher.state_dict()), checked on load.
 WEIGHER_FORMAT, WEIGHER_FORMAT_VERSION = "seal-token-weigher", 1
@@ -129,7 +129,7 @@ class TokenWeigher:
         return self.ema if self.ema is not None else self.static_weights
 
     def tags(self, labels: Sequence[Mapping[str, Any] | None]) -> list[str | None]:
-        return [turn_tag(label, self.tag_source) for label in labels]
+        return [step_tag(label, self.tag_source) for label in labels]
 
     @property
     def config(self) -> WeightingConfig:
@@ -169,29 +169,29 @@ class TokenWeigher:
             self.dynamic.observe(counts, reward_sums or {}, epoch)
             self.dynamic.update()
 
-    def turn_weights(self, labels: Sequence[Mapping[str, Any] | None], advantage: float,
+    def step_weights(self, labels: Sequence[Mapping[str, Any] | None], advantage: float,
                      official: Sequence[str] | None = None) -> list[float]:
         """One weight per turn (assistant step) of an episode."""
-        return episode_turn_weights(labels, self.config, advantage=advantage, official_tags=official)
+        return episode_turn_weights(labels, self.config, advantage=advantage, official_turn_tags=official)
 
-    def weights(self, turn_index: torch.Tensor, batch_labels: Sequence[Sequence[Mapping[str, Any] | None]],
+    def weights(self, step_index: torch.Tensor, batch_labels: Sequence[Sequence[Mapping[str, Any] | None]],
                 advantages: torch.Tensor, reduce_fn: Callable[[torch.Tensor], torch.Tensor] | None = None,
                 batch_official: Sequence[Sequence[str] | None] | None = None) -> torch.Tensor:
-        """``[B, T]`` weights: ``turn_index[b, t]`` is the turn of token ``t`` (-1: env token or padding);
-        ``batch_official[b]`` is episode ``b``'s ``info["official_tags"]`` (None where absent)."""
+        """``[B, T]`` weights: ``step_index[b, t]`` is the turn of token ``t`` (-1: env token or padding);
+        ``batch_official[b]`` is episode ``b``'s ``info["official_turn_tags"]`` (None where absent)."""
         import numpy as np
         import torch
 
         config = self.config
         official = list(batch_official) if batch_official is not None else [None] * len(batch_labels)
-        index = turn_index.detach().cpu().long().numpy()
+        index = step_index.detach().cpu().long().numpy()
         adv = advantages.detach().cpu().double().numpy()
-        rows = [token_advantage_weights(index[b], labels, config, advantage=float(adv[b]), official_tags=official[b])
+        rows = [token_advantage_weights(index[b], labels, config, advantage=float(adv[b]), official_turn_tags=official[b])
                 for b, labels in enumerate(batch_labels)]
         table = np.stack(rows) if rows else np.zeros(index.shape, dtype=np.float32)
         weights = torch.from_numpy(table).to(advantages.device)
         if self.budget:
-            weights = budget_normalize(weights, turn_index.to(weights.device) >= 0, reduce_fn)
+            weights = budget_normalize(weights, step_index.to(weights.device) >= 0, reduce_fn)
         return weights
 
     # -- checkpointing --------------------------------------------------------------------------

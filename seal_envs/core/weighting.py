@@ -1,4 +1,4 @@
-"""SEAL's turn weighting, framework-neutral: from per-turn labels to per-token advantage weights.
+"""SEAL's step weighting, framework-neutral: from per-turn labels to per-token advantage weights.
 
 Why here, in ``core`` (pure Python plus numpy, no torch): every trainer that wants SEAL's credit
 assignment needs the same arithmetic. ``SEALGRPOTrainer`` (through
@@ -9,7 +9,7 @@ there is one implementation to test and to keep in step with the paper.
 A policy-gradient loss multiplies each token's advantage ``A`` by ``w[t]``; ``w[t]`` comes from the
 failure labels of the assistant turn that produced token ``t``:
 
-* a *turn* is one assistant step (one ``env.step``); its label is ``info["turn_labels"][k]``;
+* a *turn* is one assistant step (one ``env.step``); its label is ``info["step_labels"][k]``;
 * a *tag* is a label's name in the official SEAL taxonomy (``tag_source="official"``, e.g.
   ``spurious_tool_call``) or in this project's (``"label"``, e.g. ``unknown_tool``); unknown tags
   weigh 1.0, and ``IGNORED_TAGS`` (faults of the environment or checker) never weigh;
@@ -48,8 +48,8 @@ __all__ = [
     "token_advantage_weights",
     "trajectory_scale",
     "turn_index_from_mask",
-    "turn_tag",
-    "turn_weights",
+    "step_tag",
+    "step_weights",
 ]
 
 #: The official SEAL A-Patch tag weights (BFCL run). Tags not listed weigh 1.0.
@@ -111,7 +111,7 @@ def trajectory_scale(
     return _clamp(1.0 if mean is None else mean, min_scale, max_scale)
 
 
-def turn_weights(
+def step_weights(
     turn_tags: Sequence[TurnTags | None],
     advantage: float,
     tag_weights: Mapping[str, float] = OFFICIAL_TAG_WEIGHTS,
@@ -150,16 +150,16 @@ APPLY_TO = ("all", "negative", "positive")
 TAG_SOURCES = ("official", "label")
 
 
-def turn_tag(label: Mapping[str, Any] | None, tag_source: str = "official") -> str | None:
-    """The tag of one turn label dict (``info["turn_labels"][k]``), or ``None`` for a missing label."""
+def step_tag(label: Mapping[str, Any] | None, tag_source: str = "official") -> str | None:
+    """The tag of one turn label dict (``info["step_labels"][k]``), or ``None`` for a missing label."""
     if label is None:
         return None
     if tag_source == "label":
         return str(label["label"])
-    from .diagnosis import official_tag
-    from .types import TurnLabel
+    from .diagnosis import official_tag_of_step
+    from .types import StepLabel
 
-    return official_tag(TurnLabel.from_dict(label))
+    return official_tag_of_step(StepLabel.from_dict(label))
 
 
 @dataclass(frozen=True)
@@ -213,16 +213,16 @@ class WeightingConfig:
 
 
 def episode_tags(labels: Sequence[Mapping[str, Any] | None], config: WeightingConfig = WeightingConfig(),
-                 official_tags: Sequence[str] | None = None) -> list[str]:
+                 official_turn_tags: Sequence[str] | None = None) -> list[str]:
     """The tags an episode is weighed (and counted) by: its official per-user-turn tags in
     ``trajectory`` mode with official tags, else one tag per labelled turn."""
-    if config.mode == "trajectory" and config.tag_source == "official" and official_tags is not None:
-        return [str(t) for t in official_tags]
-    return [t for t in (turn_tag(lb, config.tag_source) for lb in labels) if t is not None]
+    if config.mode == "trajectory" and config.tag_source == "official" and official_turn_tags is not None:
+        return [str(t) for t in official_turn_tags]
+    return [t for t in (step_tag(lb, config.tag_source) for lb in labels) if t is not None]
 
 
 def episode_turn_weights(labels: Sequence[Mapping[str, Any] | None], config: WeightingConfig = WeightingConfig(),
-                         *, advantage: float | None = None, official_tags: Sequence[str] | None = None
+                         *, advantage: float | None = None, official_turn_tags: Sequence[str] | None = None
                          ) -> list[float]:
     """One weight per turn (assistant step) of an episode; a turn without a label (``None``) weighs 1.
 
@@ -233,11 +233,11 @@ def episode_turn_weights(labels: Sequence[Mapping[str, Any] | None], config: Wei
     if config.mode == "none":
         return [1.0] * len(labels)
     if config.mode == "turn":
-        tags = [turn_tag(lb, config.tag_source) for lb in labels]
+        tags = [step_tag(lb, config.tag_source) for lb in labels]
         if not config.applies(advantage):
             return [1.0] * len(tags)
-        return turn_weights(tags, 0.0, config.table, "all", **kw)
-    scale = trajectory_scale(episode_tags(labels, config, official_tags), config.table, **kw) \
+        return step_weights(tags, 0.0, config.table, "all", **kw)
+    scale = trajectory_scale(episode_tags(labels, config, official_turn_tags), config.table, **kw) \
         if config.applies(advantage) else 1.0
     return [scale] * len(labels)
 
@@ -265,19 +265,19 @@ def expand_turn_weights(token_turn: Sequence[int] | np.ndarray, weights: Sequenc
 
 def token_advantage_weights(token_turn: Sequence[int] | np.ndarray, labels: Sequence[Mapping[str, Any] | None],
                             config: WeightingConfig = WeightingConfig(), *, advantage: float | None = None,
-                            official_tags: Sequence[str] | None = None) -> np.ndarray:
+                            official_turn_tags: Sequence[str] | None = None) -> np.ndarray:
     """One episode's per-token advantage weights (``float32``, the length of ``token_turn``).
 
-    ``token_turn[t]`` is the turn (index into ``labels``, i.e. ``info["turn_labels"]``) whose
+    ``token_turn[t]`` is the turn (index into ``labels``, i.e. ``info["step_labels"]``) whose
     action token ``t`` belongs to, or -1 for a token the model did not generate; build it from a
     response mask with :func:`turn_index_from_mask`. Turns beyond ``labels`` (an episode cut
-    before its labels) weigh 1. ``official_tags`` is ``info["official_tags"]``.
+    before its labels) weigh 1. ``official_turn_tags`` is ``info["official_turn_tags"]``.
     """
     index = _turn_index(token_turn)
     needed = int(index.max()) + 1 if index.size else 0
     padded = list(labels) + [None] * max(0, needed - len(labels))
     weights = expand_turn_weights(index, episode_turn_weights(padded, config, advantage=advantage,
-                                                              official_tags=official_tags))
+                                                              official_turn_tags=official_turn_tags))
     if config.renormalize:
         model = index >= 0
         total = float(weights[model].sum(dtype=np.float64))

@@ -28,9 +28,9 @@ __all__ = ["DEFAULT_ENV_ID", "RECORD_KEYS", "RowError", "TextEpisode", "failed_r
 DEFAULT_ENV_ID = "seal/ToolUse-v0"
 #: What a framework's trajectory keeps of a finished episode: the env's own info keys, so
 #: ``seal_envs.CoEvolution.count([record])`` reads a record as it reads a final info.
-RECORD_KEYS = ("task_id", "domain", "difficulty", "surface_version", "verification", "turn_labels",
-               "official_tags", "official_progress")
-FINAL_KEY = "verification"
+RECORD_KEYS = ("task_id", "domain", "difficulty", "surface_version", "verdict", "step_labels",
+               "official_turn_tags", "official_progress")
+FINAL_KEY = "verdict"
 #: Where frameworks nest per-row data (verl ``extra_info``, SkyRL ``extras``, verifiers ``info``).
 ROW_NESTS = ("extra_info", "extras", "info", "env_kwargs", "metadata")
 ROW_KEYS = ("env_id", "task_id", "seed", "index", "split", "domain", "difficulty")
@@ -94,7 +94,7 @@ def final_record(info: Mapping[str, Any], reward: float | None = None) -> dict[s
     """The plain-JSON record of a finished episode from its last ``info`` (verdict, per-step
     labels, official per-user-turn tags and progress, task, surface version) plus ``reward``."""
     if FINAL_KEY not in info:
-        raise ValueError("final_record needs the info of an episode's last step (it has no 'verification' yet)")
+        raise ValueError("final_record needs the info of an episode's last step (it has no 'verdict' yet)")
     record = {k: info[k] for k in RECORD_KEYS if k in info}
     if reward is not None:
         record["reward"] = float(reward)
@@ -113,8 +113,8 @@ def token_weights_for(mask: Sequence[int] | None, record: Mapping[str, Any], con
     if not isinstance(config, WeightingConfig):
         config = WeightingConfig.from_dict(config)
     index = turn_index_from_mask(mask or []) if turns is None else turns
-    weights = token_advantage_weights(index, record.get("turn_labels") or [], config,
-                                      advantage=advantage, official_tags=record.get("official_tags"))
+    weights = token_advantage_weights(index, record.get("step_labels") or [], config,
+                                      advantage=advantage, official_turn_tags=record.get("official_turn_tags"))
     return [float(w) for w in weights]
 
 
@@ -223,7 +223,7 @@ class TextEpisode:
 
     @property
     def labels(self) -> list[dict[str, Any]]:
-        return list(self.info.get("turn_labels") or [])
+        return list(self.info.get("step_labels") or [])
 
     def record(self) -> dict[str, Any]:
         """:func:`final_record` of the finished episode, with the number of actions played."""
@@ -236,5 +236,5 @@ class TextEpisode:
 def failed_record(error: str) -> dict[str, Any]:
     """The record of a row that could not start an episode: reward 0 and the error, so the
     trajectory is kept and the cause is visible in the framework's logs. It has no
-    ``verification``: the co-evolution owner counts only records that have one."""
-    return {"reward": 0.0, "row_error": error, "turn_labels": [], "official_tags": [], "steps": 0}
+    ``verdict``: the co-evolution owner counts only records that have one."""
+    return {"reward": 0.0, "row_error": error, "step_labels": [], "official_turn_tags": [], "steps": 0}

@@ -144,8 +144,8 @@ class SealAgentInstance(AgentInstanceBase):
 
     def scalars(self) -> dict[str, float]:
         record = self.record()
-        labels = [lb.get("label") for lb in record.get("turn_labels") or []]
-        return {"seal_passed": float(bool((record.get("verification") or {}).get("passed"))),
+        labels = [lb.get("label") for lb in record.get("step_labels") or []]
+        return {"seal_passed": float(bool((record.get("verdict") or {}).get("passed"))),
                 "seal_progress": float(record.get("official_progress") or 0.0),
                 "seal_steps": float(record.get("steps", 0)),
                 "seal_format_errors": float(labels.count("format_error"))}

@@ -13,7 +13,7 @@ Importing this module imports verl and registers the loop ``seal_agent``; a data
 * ``reward_score`` is the episode's reward; ``extra_fields["seal"]`` is the final record
   (verdict, per-step labels, official per-user-turn tags and progress, task, surface version);
   ``extra_fields["seal_token_weights"]`` holds SEAL's per-token advantage weights (one per
-  response token, 0 on env tokens) and ``extra_fields["seal_turn_index"]`` the turn of each
+  response token, 0 on env tokens) and ``extra_fields["seal_step_index"]`` the turn of each
   response token. verl puts ``extra_fields`` into ``non_tensor_batch``.
 
 verl 0.9.1 calls a registered advantage estimator (``core_algos.register_adv_est``) with
@@ -44,7 +44,7 @@ from seal_envs.integrations.episode import DEFAULT_ENV_ID, RowError, TextEpisode
 __all__ = ["AGENT_NAME", "SealAgentLoop", "apply_seal_weights", "install_weighting"]
 
 AGENT_NAME = "seal_agent"
-WEIGHTS_KEY, TURNS_KEY, RECORD_KEY = "seal_token_weights", "seal_turn_index", "seal"
+WEIGHTS_KEY, TURNS_KEY, RECORD_KEY = "seal_token_weights", "seal_step_index", "seal"
 
 
 def _channel(channel: Any) -> Any:
@@ -87,17 +87,17 @@ class SealAgentLoop(AgentLoopBase):
     ``surface_channel``: a ``SurfaceChannel`` (or its path) whose newest surface training envs
     show at reset; ``weighting``: a :class:`~seal_envs.core.weighting.WeightingConfig` or its
     fields; ``env_id``: the id for rows that name none; ``env_kwargs``: for ``gym.make``;
-    ``max_turns``: actions per episode at most (default: the env's ``max_steps``).
+    ``max_episode_steps``: actions per episode at most (default: the env's ``max_steps``).
     """
 
     def __init__(self, *args: Any, surface_channel: Any = None, weighting: Any = None, env_id: str = DEFAULT_ENV_ID,
-                 env_kwargs: Mapping[str, Any] | None = None, max_turns: int | None = None, **kwargs: Any) -> None:
+                 env_kwargs: Mapping[str, Any] | None = None, max_episode_steps: int | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.channel = _channel(surface_channel)
         self.weighting = _weighting(weighting)
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
-        self.max_turns = max_turns
+        self.max_episode_steps = max_episode_steps
         self.response_length = self.rollout_config.response_length
         self.decode = ActionText(self.tokenizer)
 
@@ -116,7 +116,7 @@ class SealAgentLoop(AgentLoopBase):
         prompt_ids = await self.ct_build_initial_tokens(list(episode.messages), tools=episode.tools or None)
         ids, mask, logprobs = list(prompt_ids), [], []
         request_id = uuid4().hex
-        limit = self.max_turns or getattr(episode.env.unwrapped, "max_steps", None)
+        limit = self.max_episode_steps or getattr(episode.env.unwrapped, "max_steps", None)
         while not episode.done and len(mask) < self.response_length and (limit is None or episode.steps < limit):
             out = await self.server_manager.generate(request_id=request_id, prompt_ids=ids,
                                                      sampling_params=sampling_params)
@@ -143,7 +143,7 @@ class SealAgentLoop(AgentLoopBase):
             response_mask=mask,
             response_logprobs=logprobs[: self.response_length] if logprobs else None,
             reward_score=float(record["reward"]),
-            num_turns=2 * episode.steps + 1,
+            num_steps=2 * episode.steps + 1,
             metrics=metrics,
             extra_fields={RECORD_KEY: record, TURNS_KEY: turns.tolist(),
                           WEIGHTS_KEY: token_weights_for(mask, record, weights_config)},
@@ -154,7 +154,7 @@ class SealAgentLoop(AgentLoopBase):
         prompt_ids = await self.ct_build_initial_tokens([{"role": "user", "content": f"(no task: {error})"}])
         eos = self.tokenizer.eos_token_id
         return AgentLoopOutput(prompt_ids=prompt_ids, response_ids=[eos if eos is not None else 0], response_mask=[0],
-                               reward_score=0.0, num_turns=1, metrics={},
+                               reward_score=0.0, num_steps=1, metrics={},
                                extra_fields={RECORD_KEY: failed_record(error), TURNS_KEY: [-1], WEIGHTS_KEY: [0.0]})
 
 
@@ -181,9 +181,9 @@ def apply_seal_weights(data: Any, weighting: Any = None) -> Any:
             row = list(stored[b])
         else:
             first = int(mask[b].nonzero()[0]) if bool(mask[b].any()) else 0
-            row = token_advantage_weights(list(turns[b]), record.get("turn_labels") or [], config,
+            row = token_advantage_weights(list(turns[b]), record.get("step_labels") or [], config,
                                           advantage=float(advantages[b, first]),
-                                          official_tags=record.get("official_tags")).tolist()
+                                          official_turn_tags=record.get("official_turn_tags")).tolist()
         row = row[:width] + [0.0] * max(0, width - len(row))
         table[b] = advantages.new_tensor(row)
     data.batch["advantages"] = advantages * table

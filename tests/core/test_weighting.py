@@ -1,4 +1,4 @@
-"""The framework-neutral turn weighting (seal_envs.core.weighting): exact numbers, no torch."""
+"""The framework-neutral step weighting (seal_envs.core.weighting): exact numbers, no torch."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_turn_index_from_mask_numbers_each_run_of_model_tokens():
 
 
 def test_turn_mode_weighs_each_turn_by_its_own_tag():
-    w = token_advantage_weights(turn_index_from_mask(MASK), LABELS, WeightingConfig(mode="turn"))
+    w = token_advantage_weights(turn_index_from_mask(MASK), LABELS, WeightingConfig(mode="step"))
     assert w.dtype == np.float32
     assert w.tolist() == [0, 0, 2.0, 2.0, 0, 1.0, 0, 0, 1.5, 1.5, 1.5]
 
@@ -38,9 +38,9 @@ def test_trajectory_mode_is_one_clamped_mean_scale():
     scale = (2.0 + 1.0 + 1.5) / 3
     assert w.tolist() == pytest.approx([0, 0, scale, scale, 0, scale, 0, 0, scale, scale, scale])
     # with the episode's official per-user-turn tags, the mean runs over those instead
-    w = token_advantage_weights([0, 0], LABELS[:1], official_tags=["instance_mismatch", "instance_mismatch"])
+    w = token_advantage_weights([0, 0], LABELS[:1], official_turn_tags=["instance_mismatch", "instance_mismatch"])
     assert w.tolist() == pytest.approx([0.6, 0.6])
-    w = token_advantage_weights([0], LABELS[:1], official_tags=["x", "x", "x"],
+    w = token_advantage_weights([0], LABELS[:1], official_turn_tags=["x", "x", "x"],
                                 config=WeightingConfig(min_scale=1.2))
     assert w.tolist() == pytest.approx([1.2])  # unknown tags weigh 1.0, clamped up to min_scale
 
@@ -48,12 +48,12 @@ def test_trajectory_mode_is_one_clamped_mean_scale():
 def test_none_mode_and_label_tags():
     assert token_advantage_weights([0, -1, 1], LABELS[:2], WeightingConfig(mode="none")).tolist() == [1, 0, 1]
     table = {"unknown_tool": 1.7}
-    w = token_advantage_weights([0, 1], LABELS[:2], WeightingConfig(mode="turn", tag_source="label", tag_weights=table))
+    w = token_advantage_weights([0, 1], LABELS[:2], WeightingConfig(mode="step", tag_source="label", tag_weights=table))
     assert w.tolist() == pytest.approx([1.7, 1.0])
 
 
 def test_apply_to_needs_and_follows_the_advantage_sign():
-    cfg = WeightingConfig(mode="turn", apply_to="negative")
+    cfg = WeightingConfig(mode="step", apply_to="negative")
     with pytest.raises(ValueError, match="needs the episode's advantage"):
         token_advantage_weights([0], LABELS, cfg)
     assert token_advantage_weights([0], LABELS, cfg, advantage=-0.5).tolist() == [2.0]
@@ -62,7 +62,7 @@ def test_apply_to_needs_and_follows_the_advantage_sign():
 
 
 def test_renormalize_keeps_the_mean_over_model_tokens_at_one():
-    cfg = WeightingConfig(mode="turn", renormalize=True)
+    cfg = WeightingConfig(mode="step", renormalize=True)
     index = turn_index_from_mask(MASK)
     w = token_advantage_weights(index, LABELS, cfg)
     assert float(w[index >= 0].mean()) == pytest.approx(1.0, abs=1e-6)
@@ -71,7 +71,7 @@ def test_renormalize_keeps_the_mean_over_model_tokens_at_one():
 
 
 def test_turns_without_labels_weigh_one_and_bad_indices_are_errors():
-    assert token_advantage_weights([0, 1, 2], LABELS[:1], WeightingConfig(mode="turn")).tolist() == [2.0, 1.0, 1.0]
+    assert token_advantage_weights([0, 1, 2], LABELS[:1], WeightingConfig(mode="step")).tolist() == [2.0, 1.0, 1.0]
     with pytest.raises(ValueError, match=">= -1"):
         token_advantage_weights([0, -2], LABELS)
     with pytest.raises(ValueError, match="1-D"):
@@ -86,9 +86,9 @@ def test_turns_without_labels_weigh_one_and_bad_indices_are_errors():
 def test_moving_tag_tables_plug_in_as_tag_weights():
     ema = EMATagWeights(alpha=0.5)
     ema.update(["spurious_tool_call", "pass"])
-    w = token_advantage_weights([0], LABELS[:1], WeightingConfig(mode="turn", tag_weights=ema))
+    w = token_advantage_weights([0], LABELS[:1], WeightingConfig(mode="step", tag_weights=ema))
     assert w.tolist() == [pytest.approx(min(2.0, OFFICIAL_TAG_WEIGHTS["spurious_tool_call"] * 1.5))]
-    assert episode_turn_weights(LABELS, WeightingConfig(mode="turn", tag_weights=ema)) == [2.0, 1.0, 1.5]
+    assert episode_turn_weights(LABELS, WeightingConfig(mode="step", tag_weights=ema)) == [2.0, 1.0, 1.5]
 
 
 @pytest.mark.parametrize("values, match", [

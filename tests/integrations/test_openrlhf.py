@@ -70,7 +70,7 @@ def test_the_agent_file_plays_a_multi_turn_episode_through_openrlhfs_executor(tm
     engine = FakeEngine()
     out = run(executor, task, engine)
     record = out["seal"]
-    assert record["task_id"] == task and record["verification"]["passed"] and out["reward"] == 1.0
+    assert record["task_id"] == task and record["verdict"]["passed"] and out["reward"] == 1.0
     assert len(out["action_ranges"]) == record["steps"] == len(engine.prompts) >= 2
     assert out["extra_logs"] == {"seal_passed": 1.0, "seal_progress": 1.0, "seal_steps": float(record["steps"]),
                                  "seal_format_errors": 0.0}
@@ -100,10 +100,10 @@ def test_labels_pick_the_task_and_bad_ones_are_failed_episodes(tmp_path):
 def test_bad_output_is_a_labelled_turn_and_the_budget_ends_a_verified_episode(tmp_path):
     executor = load_agent_file(tmp_path)
     out = run(executor, PASSED[0], FakeEngine(garbage=True))
-    assert {lb["label"] for lb in out["seal"]["turn_labels"]} == {"format_error"}
+    assert {lb["label"] for lb in out["seal"]["step_labels"]} == {"format_error"}
     assert out["extra_logs"]["seal_format_errors"] == out["seal"]["steps"] > 0
     short = run(executor, PASSED[1], max_length=600)
-    assert "verification" in short["seal"] and len(short["observation_tokens"]) <= 600 + 64
+    assert "verdict" in short["seal"] and len(short["observation_tokens"]) <= 600 + 64
 
 
 def test_training_envs_show_the_channels_surface(tmp_path):

@@ -33,7 +33,7 @@ def make_env(**taskset):
 
     config = SealEnvConfig.model_validate({
         "taskset": {"id": "seal-verifiers", "env_kwargs": {"domains": ["bank"], "max_steps": 2}, **taskset},
-        "player": {"runtime": {"type": "subprocess"}, "max_turns": 14}})
+        "player": {"runtime": {"type": "subprocess"}, "max_episode_steps": 14}})
     return cls(config)
 
 
@@ -66,7 +66,7 @@ def test_tasks_play_to_a_verdict_on_the_channels_surface_and_bad_rows_are_failed
     assert not good.errors and not failed.errors, (good.errors, failed.errors)
     record = good.traces[0].info["seal"]
     assert record["task_id"] == "bank/train/d1/0" and record["surface_version"] == version
-    assert "verification" in record and record["steps"] == len(record["turn_labels"]) == 2  # max_steps
+    assert "verdict" in record and record["steps"] == len(record["step_labels"]) == 2  # max_steps
     assert good.traces[0].reward == record["reward"]
     opening = server.requests[0]["messages"]
     assert opening[0]["role"] == "system" and "Tools (one JSON schema per line)" in opening[0]["content"]

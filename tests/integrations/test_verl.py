@@ -68,20 +68,20 @@ def test_the_registered_loop_plays_a_multi_turn_episode_to_a_verdict():
     server = FakeServerManager()
     out = run(server, {"extra_info": {"task_id": task}, "agent_name": "seal_agent"}, weighting={"mode": "turn"})
     record = out.extra_fields["seal"]
-    assert record["task_id"] == task and record["verification"]["passed"] and out.reward_score == 1.0
-    assert server.calls == record["steps"] == len(record["turn_labels"]) >= 2
+    assert record["task_id"] == task and record["verdict"]["passed"] and out.reward_score == 1.0
+    assert server.calls == record["steps"] == len(record["step_labels"]) >= 2
     assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)
     # the model's own tokens are trained, the env's reply is not: one run of 1s per action
-    turns = out.extra_fields["seal_turn_index"]
+    turns = out.extra_fields["seal_step_index"]
     assert max(turns) == record["steps"] - 1 and 0 in out.response_mask
     weights = out.extra_fields["seal_token_weights"]
-    assert weights == token_advantage_weights(turns, record["turn_labels"], WeightingConfig(mode="turn")).tolist()
+    assert weights == token_advantage_weights(turns, record["step_labels"], WeightingConfig(mode="step")).tolist()
     assert all(w == 0 for w, m in zip(weights, out.response_mask) if not m)
 
 
 def test_bad_model_output_is_a_labelled_turn_and_a_bad_row_a_failed_episode():
     out = run(FakeServerManager(garbage=True), {"task_id": PASSED[0]})
-    labels = [lb["label"] for lb in out.extra_fields["seal"]["turn_labels"]]
+    labels = [lb["label"] for lb in out.extra_fields["seal"]["step_labels"]]
     assert labels and set(labels) == {"format_error"} and out.reward_score == 0.0
     for row in ({"task_id": "bank/test/d9/nope"}, {"seed": -3}, {"env_id": "CartPole-v1"}, {"index": "x"}):
         out = run(FakeServerManager(), row)
@@ -92,7 +92,7 @@ def test_bad_model_output_is_a_labelled_turn_and_a_bad_row_a_failed_episode():
 def test_the_response_budget_ends_the_episode_verified():
     out = run(FakeServerManager(), {"task_id": PASSED[1]}, response_length=40)
     assert len(out.response_ids) <= 40
-    assert "verification" in out.extra_fields["seal"] and not out.extra_fields["seal"]["verification"]["passed"]
+    assert "verdict" in out.extra_fields["seal"] and not out.extra_fields["seal"]["verdict"]["passed"]
 
 
 def test_training_envs_show_the_channels_surface_and_the_weights_reach_the_advantages():
@@ -116,7 +116,7 @@ def test_training_envs_show_the_channels_surface_and_the_weights_reach_the_advan
     adv = torch.tensor([[1.0], [-1.0]]) * mask
     data = DataProto.from_dict(tensors={"advantages": adv.clone(), "response_mask": mask},
                                non_tensors={k: np.array([o.extra_fields[k] for o in outs], dtype=object)
-                                            for k in ("seal", "seal_turn_index", "seal_token_weights")})
+                                            for k in ("seal", "seal_step_index", "seal_token_weights")})
     apply_seal_weights(data, {"mode": "turn"})
     for b, o in enumerate(outs):
         w = o.extra_fields["seal_token_weights"]
@@ -143,14 +143,14 @@ def test_install_weighting_wraps_verls_compute_advantage(monkeypatch):
     # (verl's v1 trainer module needs transfer_queue, not installed here; install_weighting patches it where it imports)
     labels = [{"label": "unknown_tool", "turn": 0}, {"label": "ok", "turn": 0}]
     mask = torch.tensor([[1, 1, 0, 1, 0], [1, 1, 0, 1, 0]])
-    record = {"turn_labels": labels, "official_tags": [], "verification": {"passed": False}}
+    record = {"step_labels": labels, "official_turn_tags": [], "verdict": {"passed": False}}
     weights = [2.0, 2.0, 0.0, 1.0, 0.0]
     rewards = torch.zeros(2, 5)
     rewards[0, 3] = 1.0  # two samples of one prompt: GRPO advantages +-0.7071
     data = DataProto.from_dict(
         tensors={"token_level_rewards": rewards, "response_mask": mask},
         non_tensors={"uid": np.array(["a", "a"], dtype=object), "seal": np.array([record, record], dtype=object),
-                     "seal_turn_index": np.array([[0, 0, -1, 1, -1]] * 2, dtype=object),
+                     "seal_step_index": np.array([[0, 0, -1, 1, -1]] * 2, dtype=object),
                      "seal_token_weights": np.array([weights, weights], dtype=object)})
     out = ray_trainer.compute_advantage(data, adv_estimator="grpo")
     a = 1 / np.sqrt(2)

@@ -43,7 +43,7 @@ def test_trainer_weights_equal_the_neutral_function(seed, mode, apply_to, renorm
                                                                  advantage=float(adv[b]))) for b in range(len(labels))])
     assert torch.equal(got, want)
     # and the torch helpers spell the same arithmetic: expand per-turn weights, renormalise per sequence
-    per_turn = [weigher.turn_weights(lb + [None] * (int(index[b].max()) + 1 - len(lb)), float(adv[b]))
+    per_turn = [weigher.step_weights(lb + [None] * (int(index[b].max()) + 1 - len(lb)), float(adv[b]))
                 for b, lb in enumerate(labels)]
     expanded = token_weights(index, per_turn)
     if renormalize:
