@@ -1,7 +1,9 @@
 """From an episode's turn labels to per-token advantage weights ``[B, T]`` (uses :mod:`seal_trl.advantage_weights`).
 
 ``TokenWeigher.weights(step_index, step_labels, advantages)`` implements the three modes of
-:class:`~seal_trl.config.SEALConfig`:
+:class:`~seal_trl.config.SEALConfig` by calling, episode by episode, the framework-neutral
+:func:`seal_envs.core.weighting.token_advantage_weights` (the one implementation the framework
+adapters share); what is left here is the batch: EMA/dynamic tag weights and ``budget_normalize``:
 
 * ``none``: 1 on every model token;
 * ``trajectory``: one scale per episode, ``clamp(mean tag weight)`` (official A-Patch). With
@@ -29,6 +31,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from seal_envs.core.weighting import WeightingConfig, episode_tags, episode_step_weights, token_advantage_weights
+from seal_envs.core.weighting import step_tag as step_tag
+
 from .advantage_weights import (
     APPLY_TO,
     TAG_SOURCES,
@@ -37,10 +42,6 @@ from .advantage_weights import (
     EMATagWeights,
     OfficialDynamicTagWeights,
     budget_normalize,
-    renormalize_mean_one,
-    token_weights,
-    trajectory_scale,
-    step_weights,
 )
 
 if TYPE_CHECKING:
@@ -87,18 +88,6 @@ WEIGHER_STATE_SCHEMA = {
         "dynamic": {**_DYNAMIC_SCHEMA, "type": ["object", "null"]},
     },
 }
-
-
-def step_tag(label: Mapping[str, Any] | None, tag_source: str = "official") -> str | None:
-    """The tag of one turn label dict (``info["step_labels"][k]``), or ``None`` for a missing label."""
-    if label is None:
-        return None
-    if tag_source == "label":
-        return str(label["label"])
-    from seal_envs.core.official import official_tag_of_step
-    from seal_envs.core.types import StepLabel
-
-    return official_tag_of_step(StepLabel.from_dict(label))
 
 
 class TokenWeigher:
@@ -149,13 +138,17 @@ class TokenWeigher:
     def tags(self, labels: Sequence[Mapping[str, Any] | None]) -> list[str | None]:
         return [step_tag(label, self.tag_source) for label in labels]
 
+    @property
+    def config(self) -> WeightingConfig:
+        """This weigher's settings as the framework-neutral config (with its current tag weights)."""
+        return WeightingConfig(self.mode, self.tag_weights, self.tag_source, self.min_scale, self.max_scale,
+                               self.apply_to, self.renormalize)
+
     def episode_tags(self, labels: Sequence[Mapping[str, Any] | None],
                      official: Sequence[str] | None = None) -> list[str]:
         """The tags an episode is weighed (and counted) by: its official per-user-turn tags in
         ``trajectory`` mode with official tags, else one tag per labelled step."""
-        if self.mode == "trajectory" and self.tag_source == "official" and official is not None:
-            return [str(t) for t in official]
-        return [t for t in self.tags(labels) if t is not None]
+        return episode_tags(labels, self.config, official)
 
     def tag_stats(self, batch_labels: Sequence[Sequence[Mapping[str, Any] | None]],
                   batch_official: Sequence[Sequence[str] | None] | None = None,
@@ -186,34 +179,26 @@ class TokenWeigher:
     def step_weights(self, labels: Sequence[Mapping[str, Any] | None], advantage: float,
                      official: Sequence[str] | None = None) -> list[float]:
         """One weight per turn (assistant step) of an episode."""
-        tags = self.tags(labels)
-        kw = {"min_scale": self.min_scale, "max_scale": self.max_scale}
-        if self.mode == "none":
-            return [1.0] * len(tags)
-        if self.mode == "step":
-            return step_weights(tags, advantage, self.tag_weights, self.apply_to, **kw)
-        applies = self.apply_to == "all" or (self.apply_to == "negative" and advantage < 0) or (
-            self.apply_to == "positive" and advantage > 0)
-        scale = trajectory_scale(self.episode_tags(labels, official), self.tag_weights, **kw) if applies else 1.0
-        return [scale] * len(tags)
+        return episode_step_weights(labels, self.config, advantage=advantage, official_turn_tags=official)
 
     def weights(self, step_index: torch.Tensor, batch_labels: Sequence[Sequence[Mapping[str, Any] | None]],
                 advantages: torch.Tensor, reduce_fn: Callable[[torch.Tensor], torch.Tensor] | None = None,
                 batch_official: Sequence[Sequence[str] | None] | None = None) -> torch.Tensor:
         """``[B, T]`` weights: ``step_index[b, t]`` is the turn of token ``t`` (-1: env token or padding);
         ``batch_official[b]`` is episode ``b``'s ``info["official_turn_tags"]`` (None where absent)."""
-        per_turn = []
+        import numpy as np
+        import torch
+
+        config = self.config
         official = list(batch_official) if batch_official is not None else [None] * len(batch_labels)
-        for b, labels in enumerate(batch_labels):
-            needed = int(step_index[b].max()) + 1 if step_index.size(1) else 0
-            padded = list(labels) + [None] * max(0, needed - len(labels))  # a turn without a label weighs 1
-            per_turn.append(self.step_weights(padded, float(advantages[b]), official[b]))
-        weights = token_weights(step_index, per_turn).to(advantages.device)
-        model_tokens = step_index.to(weights.device) >= 0
-        if self.renormalize:
-            weights = renormalize_mean_one(weights, model_tokens)
+        index = step_index.detach().cpu().long().numpy()
+        adv = advantages.detach().cpu().double().numpy()
+        rows = [token_advantage_weights(index[b], labels, config, advantage=float(adv[b]), official_turn_tags=official[b])
+                for b, labels in enumerate(batch_labels)]
+        table = np.stack(rows) if rows else np.zeros(index.shape, dtype=np.float32)
+        weights = torch.from_numpy(table).to(advantages.device)
         if self.budget:
-            weights = budget_normalize(weights, model_tokens, reduce_fn)
+            weights = budget_normalize(weights, step_index.to(weights.device) >= 0, reduce_fn)
         return weights
 
     # -- checkpointing --------------------------------------------------------------------------

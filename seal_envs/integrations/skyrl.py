@@ -16,7 +16,7 @@ prompt, so a row's ``prompt`` may be a placeholder.
 ``env_config`` (SkyRL's per-env-class config): ``surface_channel`` (a
 :class:`~seal_envs.integrations.channel.SurfaceChannel` path: the newest surface at every
 ``init``) and any keyword of the env (``max_steps``, ``reward_mode``, ``call_format``, ``split``);
-a row's ``max_episode_steps`` (SkyRL's name) sets ``max_steps``. Each ``step`` returns the new tool
+a row's ``max_turns`` (SkyRL's name) sets ``max_steps``. Each ``step`` returns the new tool
 results and user messages as chat messages and ``metadata`` with the step's ``step_label``;
 on the last step ``metadata`` is the episode's plain-JSON record
 (:func:`~seal_envs.integrations.common.final_record`), which ends in SkyRL's trajectory, and
@@ -54,11 +54,11 @@ class SealSkyRLEnv(BaseTextEnv):
         config = _plain(env_config or {})
         self.extras = _plain(extras or {})
         channel = config.pop("surface_channel", None)
-        if "max_episode_steps" in self.extras:  # SkyRL's per-row step budget
-            config["max_steps"] = int(self.extras["max_episode_steps"])
+        if "max_turns" in self.extras:  # SkyRL's per-row step budget
+            config["max_steps"] = int(self.extras["max_turns"])
         self.seal_id = seal_id
         self.env = make_env(seal_id, surface_channel=channel, **config)
-        self.max_episode_steps = self.env.unwrapped.max_steps
+        self.max_turns = self.env.unwrapped.max_steps
         self._record: dict[str, Any] | None = None
         self._format_errors = 0
 

@@ -37,7 +37,7 @@ def test_a_dataset_row_plays_its_task_and_the_last_metadata_is_the_record():
 
 
 def test_bad_actions_are_labelled_turns_and_max_turns_bounds_the_episode():
-    env = skyrl_gym.make(ENV, env_config={}, extras={"extra_info": {"seed": 2}, "max_episode_steps": 2})
+    env = skyrl_gym.make(ENV, env_config={}, extras={"extra_info": {"seed": 2}, "max_turns": 2})
     env.init([])
     first = env.step(12345)
     assert first["metadata"]["step_label"]["label"] == "format_error" and not first["done"]
