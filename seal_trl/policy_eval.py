@@ -31,7 +31,8 @@ def evaluate_policy(model: Any, tokenizer: Any, split: str, limit: int, *, max_n
     from seal_trl.agents import HFBatchAgent
 
     was_training = model.training
-    agent = HFBatchAgent(model, tokenizer, temperature=0.0, max_new_tokens=max_new_tokens, device="cpu")
+    device = str(next(model.parameters()).device)  # evaluate where the model is: a GPU-trained model stays there
+    agent = HFBatchAgent(model, tokenizer, temperature=0.0, max_new_tokens=max_new_tokens, device=device)
 
     def log_progress(done: int, total: int) -> None:
         if log is not None:

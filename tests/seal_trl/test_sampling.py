@@ -112,3 +112,28 @@ def test_sampling_options_are_checked(tok, tmp_path):
     with pytest.raises(ValueError, match="task_id"):
         SEALGRPOTrainer(model=small_model(tok), args=cpu_args(tmp_path, skip_uniform_tasks=2),
                         train_dataset=bare, processing_class=tok)
+
+
+def test_evaluate_policy_runs_the_model_where_it_is(monkeypatch):
+    """After GPU training the final evaluation must not move the model to the CPU (issue 27)."""
+    import torch
+
+    import seal_trl.agents
+    from seal_trl.policy_eval import evaluate_policy
+
+    seen = {}
+
+    class Recorder:
+        def __init__(self, model, tokenizer, **kwargs):
+            seen.update(kwargs)
+            raise RuntimeError("recorded")
+
+    class OnMeta(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.empty(1, device="meta"))
+
+    monkeypatch.setattr(seal_trl.agents, "HFBatchAgent", Recorder)
+    with pytest.raises(RuntimeError, match="recorded"):
+        evaluate_policy(OnMeta(), None, "test", 1)
+    assert seen["device"] == "meta"
