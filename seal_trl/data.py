@@ -14,7 +14,7 @@ built from the datasets it plays: ``make_rollout_func(..., tasks=train_dataset)`
 ``make_rollout_func(env_id, ...)`` returns ``rollout_func(prompts, trainer)`` with TRL's contract:
 it plays every prompt's task in a batched multi-turn rollout and returns ``prompt_ids``,
 ``completion_ids``, ``logprobs``, ``env_mask`` and extra per-row keys that reach reward functions:
-``env_reward`` (read it with :func:`env_reward`), ``seal_step_index``, ``seal_turn_labels``,
+``env_reward`` (read it with :func:`env_reward`), ``seal_step_index``, ``seal_step_labels``,
 ``seal_passed``, ``seal_num_steps``, ``seal_task_id``.
 
 Episodes of one GRPO group play the same task because every copy of a row carries the same
@@ -221,8 +221,8 @@ def rollout_output(results: Sequence[EpisodeResult]) -> dict[str, Any]:
         "env_mask": [r.env_mask for r in results],
         "env_reward": [r.reward for r in results],
         "seal_step_index": [r.step_index for r in results],
-        "seal_turn_labels": [r.step_labels for r in results],
-        "seal_official_tags": [r.info.get("official_turn_tags") for r in results],
+        "seal_step_labels": [r.step_labels for r in results],
+        "seal_official_turn_tags": [r.info.get("official_turn_tags") for r in results],
         "seal_passed": [r.passed for r in results],
         "seal_num_steps": [r.num_steps for r in results],
         "seal_task_id": [r.info.get("task_id") for r in results],

@@ -32,8 +32,8 @@ class SpyTrainer(SEALGRPOTrainer):
             "prompt_ids": out["prompt_ids"].clone(), "completion_ids": out["completion_ids"].clone(),
             "completion_mask": out["completion_mask"].clone(), "tool_mask": out["tool_mask"].clone(),
             "base": out["seal_base_advantages"].clone(), "advantages": out["advantages"].clone(),
-            "labels": [inp["seal_turn_labels"] for inp in inputs],
-            "official": [inp["seal_official_tags"] for inp in inputs],
+            "labels": [inp["seal_step_labels"] for inp in inputs],
+            "official": [inp["seal_official_turn_tags"] for inp in inputs],
             "task_ids": [inp["seal_task_id"] for inp in inputs],
             "step_index": [inp["seal_step_index"] for inp in inputs],
         })
