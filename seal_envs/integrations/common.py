@@ -29,7 +29,11 @@ ROW_NESTS = ("extra_info", "extras", "info", "env_kwargs", "metadata")
 ROW_KEYS = ("task_id", "seed", "index", "split", "domain", "difficulty")
 
 
-def _row_value(row: Mapping[str, Any], key: str) -> Any:
+class RowError(ValueError):
+    """A dataset row that names no playable task (its message names the field)."""
+
+
+def row_value(row: Mapping[str, Any], key: str) -> Any:
     if row.get(key) is not None:  # None at the top (an unset keyword) leaves a nested value in force
         return row[key]
     for nest in ROW_NESTS:
@@ -40,10 +44,12 @@ def _row_value(row: Mapping[str, Any], key: str) -> Any:
 
 
 def _nonnegative_int(value: Any, key: str) -> int:
+    if isinstance(value, str) and value.isdigit():
+        return int(value)  # a dataset column read back as text
+    if hasattr(value, "item") and not isinstance(value, (list, tuple)):
+        value = value.item()  # numpy scalars from a dataframe row
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        if isinstance(value, str) and value.isdigit():
-            return int(value)  # a dataset column read back as text
-        raise ValueError(f"dataset row field {key!r} must be a non-negative integer, got {value!r}")
+        raise RowError(f"dataset row field {key!r} must be a non-negative integer, got {value!r}")
     return value
 
 
@@ -55,23 +61,23 @@ def reset_arguments(row: Mapping[str, Any] | None) -> tuple[int | None, dict[str
     does), optionally narrowed by ``split``, ``domain`` and ``difficulty``; each key at the top
     of the row or inside ``extra_info``, ``extras``, ``info``, ``env_kwargs`` or ``metadata``.
     Other keys (the prompt, a reward spec) are ignored. A key of the wrong type is a
-    ``ValueError`` that names it."""
+    :class:`RowError` (a ``ValueError``) that names it."""
     if row is None:
         return None, {}
     if not isinstance(row, Mapping):
-        raise ValueError(f"a dataset row is a mapping of column names to values, got {type(row).__name__}")
-    found = {k: v for k in ROW_KEYS if (v := _row_value(row, k)) is not None}
+        raise RowError(f"a dataset row is a mapping of column names to values, got {type(row).__name__}")
+    found = {k: v for k in ROW_KEYS if (v := row_value(row, k)) is not None}
     options: dict[str, Any] = {}
     if "task_id" in found:
         if not isinstance(found["task_id"], str) or not found["task_id"]:
-            raise ValueError(f"dataset row field 'task_id' must be a task id string, got {found['task_id']!r}")
+            raise RowError(f"dataset row field 'task_id' must be a task id string, got {found['task_id']!r}")
         options["task_id"] = found["task_id"]
     if "index" in found:
         options["index"] = _nonnegative_int(found["index"], "index")
     for key in ("split", "domain"):
         if key in found:
             if not isinstance(found[key], str):
-                raise ValueError(f"dataset row field {key!r} must be a string, got {found[key]!r}")
+                raise RowError(f"dataset row field {key!r} must be a string, got {found[key]!r}")
             options[key] = found[key]
     if "difficulty" in found:
         options["difficulty"] = _nonnegative_int(found["difficulty"], "difficulty")

@@ -9,7 +9,7 @@ every reset of a training env. Whatever the model writes is a labelled turn (the
 contract); a row that names no playable task is a :class:`RowError` the adapter turns into a
 failed, labelled episode, never an exception into the framework's loop.
 
-The row and record helpers here (:func:`reset_arguments`, :func:`final_record`) follow the
+The row and record helpers here (:func:`env_and_reset_arguments`, :func:`final_record`) follow the
 contract of ``seal_envs.integrations.common`` (issue 28a) key for key; info keys are read here
 and nowhere else in these adapters.
 """
@@ -21,73 +21,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from seal_envs.core.surface import CANONICAL
-from seal_envs.integrations.common import final_record
+from seal_envs.integrations.common import RECORD_KEYS, RowError, final_record, reset_arguments, row_value
 
 __all__ = ["DEFAULT_ENV_ID", "RECORD_KEYS", "RowError", "TextEpisode", "failed_record", "final_record",
-           "reset_arguments", "token_weights_for"]
+           "env_and_reset_arguments", "token_weights_for"]
 
 DEFAULT_ENV_ID = "seal/ToolUse-v0"
-#: What a framework's trajectory keeps of a finished episode: the env's own info keys, so
-#: ``seal_envs.CoEvolution.count([record])`` reads a record as it reads a final info.
-RECORD_KEYS = ("task_id", "domain", "difficulty", "surface_version", "verdict", "step_labels",
-               "official_turn_tags", "official_progress")
-FINAL_KEY = "verdict"
-#: Where frameworks nest per-row data (verl ``extra_info``, SkyRL ``extras``, verifiers ``info``).
-ROW_NESTS = ("extra_info", "extras", "info", "env_kwargs", "metadata")
-ROW_KEYS = ("env_id", "task_id", "seed", "index", "split", "domain", "difficulty")
 
 
-class RowError(ValueError):
-    """A dataset row that names no playable task (its message names the field)."""
-
-
-def _row_value(row: Mapping[str, Any], key: str) -> Any:
-    if key in row:
-        return row[key]
-    for nest in ROW_NESTS:
-        inner = row.get(nest)
-        if isinstance(inner, Mapping) and key in inner:
-            return inner[key]
-    return None
-
-
-def _count(value: Any, key: str) -> int:
-    if isinstance(value, str) and value.isdigit():
-        return int(value)  # a dataset column read back as text
-    if hasattr(value, "item") and not isinstance(value, (list, tuple)):
-        value = value.item()  # numpy scalars from a dataframe row
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise RowError(f"dataset row field {key!r} must be a non-negative integer, got {value!r}")
-    return value
-
-
-def reset_arguments(row: Mapping[str, Any] | None, default_env_id: str = DEFAULT_ENV_ID
-                    ) -> tuple[str, int | None, dict[str, Any]]:
-    """``(env_id, seed, options)`` from a framework's dataset row: the task by ``task_id``, by
-    ``index`` into the split or by ``seed``, narrowed by ``split``/``domain``/``difficulty``; each
-    key at the top of the row or inside ``extra_info``, ``extras``, ``info``, ``env_kwargs`` or
-    ``metadata``. A field of the wrong type is a :class:`RowError` naming it."""
-    row = {} if row is None else row
-    if not isinstance(row, Mapping):
-        raise RowError(f"a dataset row is a mapping of column names to values, got {type(row).__name__}")
-    found = {k: v for k in ROW_KEYS if (v := _row_value(row, k)) is not None}
-    env_id = found.get("env_id", default_env_id)
+def env_and_reset_arguments(row: Mapping[str, Any] | None, default_env_id: str = DEFAULT_ENV_ID
+                             ) -> tuple[str, int | None, dict[str, Any]]:
+    """``(env_id, seed, options)`` from a framework's dataset row: the row's ``env_id`` (at the top
+    or nested, as every key :func:`~seal_envs.integrations.common.reset_arguments` reads) and that
+    function's seed and options. A field of the wrong type is a :class:`RowError` naming it."""
+    env_id = (row_value(row, "env_id") if isinstance(row, Mapping) else None) or default_env_id
     if not isinstance(env_id, str) or not env_id.startswith("seal/"):
         raise RowError(f"dataset row field 'env_id' must be a seal/ environment id, got {env_id!r}")
-    options: dict[str, Any] = {}
-    if "task_id" in found:
-        if not isinstance(found["task_id"], str) or not found["task_id"]:
-            raise RowError(f"dataset row field 'task_id' must be a task id string, got {found['task_id']!r}")
-        options["task_id"] = found["task_id"]
-    for key in ("index", "difficulty"):
-        if key in found:
-            options[key] = _count(found[key], key)
-    for key in ("split", "domain"):
-        if key in found:
-            if not isinstance(found[key], str):
-                raise RowError(f"dataset row field {key!r} must be a string, got {found[key]!r}")
-            options[key] = found[key]
-    seed = _count(found["seed"], "seed") if "seed" in found else None
+    seed, options = reset_arguments(row)
     return env_id, seed, options
 
 
@@ -144,7 +94,7 @@ class TextEpisode:
                  **env_kwargs: Any) -> TextEpisode:
         """The episode a dataset row asks for, reset; a row that names no playable task is a
         :class:`RowError`."""
-        env_id, seed, options = reset_arguments(row, default_env_id)
+        env_id, seed, options = env_and_reset_arguments(row, default_env_id)
         episode = cls(env_id, channel=channel, **env_kwargs)
         try:
             episode.reset(seed=seed, options=options)
