@@ -339,6 +339,7 @@ def test_one_failing_request_loses_only_its_own_episode(serve, fault):
         assert took < 2.9, took
 
 
+@pytest.mark.slow
 def test_seal_eval_concurrency_flag_reaches_the_agent(serve, tmp_path):
     server = slow_server(serve, delay=0.3)
     done, took = _seal_eval(f"openai:{server.url}#m", "--concurrency", "4", "--batch-size", "8", "--quiet",

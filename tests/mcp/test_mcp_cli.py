@@ -21,6 +21,7 @@ def seal(*args, stdin=None):
                           input=stdin, timeout=180)
 
 
+@pytest.mark.slow
 def test_eval_show_and_play_take_a_server_and_a_task_file():
     out = seal("eval", "--server", SERVER, "--tasks", TASKS, "--agent", "oracle", "--split", "ood", "--batch-size", "1",
                "--json", "--quiet")

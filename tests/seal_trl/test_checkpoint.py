@@ -58,6 +58,7 @@ def test_second_schedule_starts_from_the_given_checkpoint(tmp_path):
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)  # a near-zero step from the first's weights
 
 
+@pytest.mark.slow
 def test_shipped_default_scores_what_its_provenance_says():
     from seal_trl.checkpoint import DEFAULT_CHECKPOINT, evaluate_checkpoint, load_provenance
     from seal_trl.tiny import load_model_and_tokenizer

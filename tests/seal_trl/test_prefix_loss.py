@@ -147,6 +147,7 @@ def test_fallbacks(tok, tmp_path, batch):
     assert trainer.seal_prefix_stats == {"fallback: images": 1} and torch.equal(mine, trl)
 
 
+@pytest.mark.slow
 def test_training_steps_equal_with_and_without(tok, tmp_path):
     """Two steps with old (num_iterations=2) and reference (beta > 0) log-probabilities: the same
     losses and weights whether the shared-prefix path is on or off."""

@@ -23,6 +23,7 @@ def test_sft_rows_are_whole_passing_oracle_conversations():
         assert {t["function"]["name"] for t in json.loads(row["tools"])} >= {c["function"]["name"] for c in calls}
 
 
+@pytest.mark.slow
 def test_trl_sft_trainer_learns_the_oracle_conversations(tmp_path):
     from trl import SFTConfig, SFTTrainer
 

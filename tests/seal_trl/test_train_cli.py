@@ -10,6 +10,7 @@ import pytest
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
 
 
+@pytest.mark.slow
 def test_seal_train_writes_a_run_folder(tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "seal_cli", "train", "--out", str(out), "--model", "tiny", "--env",
@@ -67,6 +68,7 @@ def test_seal_train_set_names_config_fields_and_checks_values_before_loading(tmp
         assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())  # nothing ran
 
 
+@pytest.mark.slow
 def test_seal_train_defaults_start_from_the_shipped_agent(tmp_path):
     """The defaults (model, env) give a trained-before agent; run with --quiet, which must hide
     every progress bar but no result."""
@@ -86,6 +88,7 @@ def test_seal_train_defaults_start_from_the_shipped_agent(tmp_path):
     assert [m["step"] for m in metrics] == [1]
 
 
+@pytest.mark.slow
 def test_a_missing_model_is_one_error_line_not_a_traceback(tmp_path):
     import os
 
@@ -98,6 +101,7 @@ def test_a_missing_model_is_one_error_line_not_a_traceback(tmp_path):
         assert "seal: error: cannot load model" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_an_unreachable_hub_is_one_error_line_without_the_hub_warning(tmp_path):
     import os
 
@@ -140,6 +144,7 @@ def test_config_file_and_sealconfig_field_flags(tmp_path):
         _parse(parser, ["envs", "--bogus"])  # only `seal train` takes SEALConfig fields
 
 
+@pytest.mark.slow
 def test_report_to_tensorboard_and_lora_in_a_real_run(tmp_path):
     """report_to reaches TRL (a TensorBoard event file is written) and --lora-r trains adapters only."""
     pytest.importorskip("tensorboard")
