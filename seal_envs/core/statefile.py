@@ -50,9 +50,10 @@ def read_json(path: str | Path, what: str) -> Any:
     return parse_json(read_text(path, what), f"{what} file {path}")
 
 
-def parse_json(text: str, source: str) -> Any:
+def _loads(text: str, source: str) -> Any:
+    """``json.loads`` whose every failure is a StateFileError naming ``source``."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise StateFileError(f"{source}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno}); "
                              "truncated or corrupt?") from None
@@ -60,6 +61,10 @@ def parse_json(text: str, source: str) -> Any:
         raise StateFileError(f"{source}: nested deeper than {MAX_FILE_DEPTH} levels") from None
     except ValueError as e:
         raise StateFileError(f"{source}: not usable JSON ({type(e).__name__}: {e})") from None
+
+
+def parse_json(text: str, source: str) -> Any:
+    data = _loads(text, source)
     check_bounds(data, source)
     return data
 
@@ -73,14 +78,7 @@ def read_json_lines(path: str | Path, what: str) -> list[tuple[int, Any]]:
     for n, line in enumerate(read_text(path, what).splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise StateFileError(f"{path}:{n}: not JSON ({e.msg})") from None
-        except RecursionError:
-            raise StateFileError(f"{path}:{n}: nested deeper than {MAX_FILE_DEPTH} levels") from None
-        except ValueError as e:
-            raise StateFileError(f"{path}:{n}: not usable JSON ({e})") from None
+        value = _loads(line, f"{path}:{n}")
         budget -= check_bounds(value, f"{path}:{n}", budget)
         out.append((n, value))
     return out
