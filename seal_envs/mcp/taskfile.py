@@ -30,7 +30,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from seal_envs.core.types import Task, ToolCall, UserTurn, Withheld
 
@@ -80,17 +80,22 @@ def _string(where: _Where, field: str, value: Any) -> str:
     return value
 
 
+def _object(where: _Where, field: str, value: Any, fields: Sequence[str], what: str, shape: str) -> None:
+    """``value`` is an object whose keys are among ``fields``, or an error naming the field."""
+    if not isinstance(value, dict):
+        raise where.fail(field, f"must be an object {shape}, got {type(value).__name__}")
+    unknown = sorted(set(value) - set(fields))
+    if unknown:
+        raise where.fail(f"{field}.{unknown[0]}", f"unknown field; {what} has {', '.join(fields)}")
+
+
 def _calls(where: _Where, field: str, value: Any, n_turns: int) -> list[tuple[int, ToolCall]]:
     if not isinstance(value, list):
         raise where.fail(field, f"must be a list of calls {{\"name\", \"arguments\", \"turn\"}}, got {type(value).__name__}")
     out = []
     for k, call in enumerate(value):
         f = f"{field}[{k}]"
-        if not isinstance(call, dict):
-            raise where.fail(f, f"must be an object {{\"name\", \"arguments\", \"turn\"}}, got {type(call).__name__}")
-        unknown = sorted(set(call) - set(CALL_FIELDS))
-        if unknown:
-            raise where.fail(f"{f}.{unknown[0]}", f"unknown field; a call has {', '.join(CALL_FIELDS)}")
+        _object(where, f, call, CALL_FIELDS, "a call", "{\"name\", \"arguments\", \"turn\"}")
         name = _string(where, f"{f}.name", call.get("name"))
         arguments = call.get("arguments", {})
         if not isinstance(arguments, dict):
@@ -104,11 +109,7 @@ def _calls(where: _Where, field: str, value: Any, n_turns: int) -> list[tuple[in
 
 def _turn(where: _Where, k: int, turn: Any) -> tuple[str, Withheld | None, tuple[str, ...]]:
     f = f"turns[{k}]"
-    if not isinstance(turn, dict):
-        raise where.fail(f, f"must be an object {{\"user\": text, \"withheld\": {{param: value}}}}, got {type(turn).__name__}")
-    unknown = sorted(set(turn) - set(TURN_FIELDS))
-    if unknown:
-        raise where.fail(f"{f}.{unknown[0]}", f"unknown field; a turn has {', '.join(TURN_FIELDS)}")
+    _object(where, f, turn, TURN_FIELDS, "a turn", "{\"user\": text, \"withheld\": {param: value}}")
     message = _string(where, f"{f}.user", turn.get("user"))
     withheld = None
     if turn.get("withheld") is not None:
