@@ -124,6 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-tasks", type=positive_int, default=200,
                    help="greedy test and ood tasks evaluated (default %(default)s)")
     p.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads (default %(default)s)")
+    p.add_argument("--save-every", type=positive_int, default=0, metavar="N",
+                   help="also keep the model every N steps in OUT/steps/step-NNNNN: the points along the "
+                        "schedule where a skill emerges (default: only the final model)")
     p.add_argument("--overwrite", action="store_true", help="replace a checkpoint already in --out (default off)")
     p.add_argument("--quiet", action="store_true", help="no progress bars (default off)")
     p.set_defaults(func=cmd_warmstart)

@@ -116,6 +116,6 @@ def cmd_warmstart(args: argparse.Namespace) -> int:
     from seal_trl.progress import progress_bar
 
     make_default_checkpoint(out, cfg, eval_tasks=args.eval_tasks, command=command,
-                            bar=lambda desc, unit: progress_bar(desc, unit, args.quiet))
+                            bar=lambda desc, unit: progress_bar(desc, unit, args.quiet), save_every=args.save_every)
     print(f"checkpoint: {out}  (seal eval seal/ToolUse-Bank-v0 --agent hf:{out} --temperature 0)")
     return 0

@@ -89,10 +89,11 @@ def evaluate_checkpoint(model: Any, tokenizer: Any, splits: dict[str, int], log:
 
 def make_default_checkpoint(out: str | Path, cfg: WarmStartConfig = DEFAULT_WARMSTART, *, eval_tasks: int = 200,
                             command: str | None = None, log: Callable[[str], None] = print,
-                            bar: Callable | None = None) -> dict[str, Any]:
+                            bar: Callable | None = None, save_every: int = 0) -> dict[str, Any]:
     """Train the warm start into ``out`` (weights and tokenizer at the top level), evaluate it and
     write ``provenance.json``. Returns the provenance. ``bar(desc, unit)`` (:mod:`seal_trl.progress`)
-    gives the training and each evaluation a progress bar."""
+    gives the training and each evaluation a progress bar; ``save_every=N`` keeps a snapshot every
+    N steps in ``out/steps/step-NNNNN``."""
     import shutil
 
     import torch
@@ -102,7 +103,8 @@ def make_default_checkpoint(out: str | Path, cfg: WarmStartConfig = DEFAULT_WARM
     out = Path(out)
     work = out / "_work"
     start = time.perf_counter()
-    meta = train_warmstart(cfg, work, log=log, on_step=bar("warm start", "step") if bar else None)
+    meta = train_warmstart(cfg, work, log=log, on_step=bar("warm start", "step") if bar else None,
+                           save_every=save_every, snapshot_dir=out / "steps")
     model, tokenizer = load_warmstart(work)
     model.eval()
     eval_bar = (lambda desc: bar(desc, "episode")) if bar else None

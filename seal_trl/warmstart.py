@@ -212,11 +212,15 @@ def shared_prefix_loss(model: Any, examples: list[Example], idx: list[int], pad_
 
 
 def train_warmstart(cfg: WarmStartConfig, out_dir: Path, log: Callable[[str], None] = print,
-                    on_step: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+                    on_step: Callable[[int, int], None] | None = None, save_every: int = 0,
+                    snapshot_dir: Path | None = None) -> dict[str, Any]:
     """Train (or load from ``out_dir``) the shared warm start; returns its metadata.
 
     ``on_step(step, total)`` after every step (a bar, :mod:`seal_trl.progress`) replaces the
-    step lines of ``log``."""
+    step lines of ``log``. ``save_every=N`` also saves the model every N steps to
+    ``snapshot_dir/step-NNNNN`` (default ``out_dir/steps``): the points along one schedule where a
+    skill emerges are where RL can teach it (issue 31), and only a run of the schedule itself
+    shows where they are. Saving does not change the training."""
     import torch
 
     from seal_trl.tiny import build_tiny_model, build_tiny_tokenizer
@@ -284,6 +288,13 @@ def train_warmstart(cfg: WarmStartConfig, out_dir: Path, log: Callable[[str], No
             seen_tokens += covered
             if on_step is not None:
                 on_step(step, max(est_total, step))
+            if save_every and step % save_every == 0:
+                snap = Path(snapshot_dir or out_dir / "steps") / f"step-{step:05d}"
+                model.save_pretrained(snap)
+                tokenizer.save_pretrained(snap)
+                (snap / "snapshot.json").write_text(json.dumps(
+                    {"step": step, "of": cfg.max_steps, "lr": lr, "loss": round(loss.item(), 4),
+                     "config": cfg.key()}, indent=1))
             if step % 10 == 0 or step == 1:
                 rec = {"step": step, "epoch": epoch, "loss": round(loss.item(), 4), "lr": lr,
                        "seconds": round(time.perf_counter() - start, 1)}

@@ -43,6 +43,25 @@ def test_steps_schedule_is_reproducible(tmp_path):
     assert all(torch.equal(states[0][name], states[1][name]) for name in states[0])
 
 
+def test_snapshots_along_the_schedule_do_not_change_the_training(tmp_path):
+    from seal_trl.tiny import load_model_and_tokenizer
+    from seal_trl.warmstart import WarmStartConfig, load_warmstart, train_warmstart
+
+    cfg = WarmStartConfig(num_tasks=6, minutes=None, max_steps=4, hidden_size=32, num_layers=1, num_heads=2,
+                          batch_size=3, warmup_steps=1, difficulties=(1,), domains=("bank",), bf16=False)
+    train_warmstart(cfg, tmp_path / "plain", log=lambda m: None)
+    train_warmstart(cfg, tmp_path / "snap", log=lambda m: None, save_every=2)
+    snaps = sorted(p.name for p in (tmp_path / "snap" / "steps").iterdir())
+    assert snaps == ["step-00002", "step-00004"]
+    plain = load_warmstart(tmp_path / "plain")[0].state_dict()
+    last = load_model_and_tokenizer(str(tmp_path / "snap" / "steps" / "step-00004"))[0].state_dict()
+    mid = load_model_and_tokenizer(str(tmp_path / "snap" / "steps" / "step-00002"))[0].state_dict()
+    assert all(torch.equal(plain[k], last[k]) for k in plain)  # the same run, saved along the way
+    assert not all(torch.equal(plain[k], mid[k]) for k in plain)
+    meta = json.loads((tmp_path / "snap" / "steps" / "step-00002" / "snapshot.json").read_text())
+    assert meta["step"] == 2 and meta["of"] == 4
+
+
 def test_second_schedule_starts_from_the_given_checkpoint(tmp_path):
     import dataclasses
 
