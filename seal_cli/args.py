@@ -8,6 +8,7 @@ import json
 import math
 from typing import Any
 
+from seal_trl.algorithms import ALGORITHMS  # plain data; loads no torch
 from seal_trl.train import RECIPE  # the recipe's numbers; importing seal_trl.train loads no torch
 
 
@@ -141,6 +142,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="new tokens per action (default %(default)s)")
     p.add_argument("--eval-tasks", type=non_negative_int, default=r["eval_tasks"],
                    help="held-out test tasks evaluated greedily before and after training (default %(default)s; 0: none)")
+    p.add_argument("--algorithm", choices=sorted(ALGORITHMS), default=None,
+                   help="an RL algorithm of the matrix as its SEALConfig fields (seal_trl.algorithms): they win over "
+                        "--loss-type and --weighting, and --set wins over them (default: the flags alone)")
     p.add_argument("--weighting", default=r["weighting"], choices=["none", "trajectory", "step"],
                    help="SEAL's advantage reweighting from turn labels (default %(default)s; none = stock GRPO)")
     p.add_argument("--evolution", action=argparse.BooleanOptionalAction, default=r["evolution"],

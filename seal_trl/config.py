@@ -77,11 +77,17 @@ class SEALConfig(GRPOConfig):
                           "instead with several processes, PEFT, activation checkpointing, images, MoE aux losses "
                           "or caches other than full attention."},
     )
+    # -- the algorithm: how a group's rewards become advantages (seal_trl.algorithms) ----------
+    advantage_fn: str | None = field(
+        default=None,
+        metadata={"help": "Replace TRL's group-normalised advantages with this function of the group's env rewards "
+                          "([groups, G] -> [groups, G]): `rloo`, `reinforce` or `module:function` (default: TRL's)."},
+    )
     # -- diagnosis-guided advantage reweighting ---------------------------------------------
     weighting: str = field(
         default="trajectory",
         metadata={"help": "`none` (vanilla GRPO), `trajectory` (one scale per episode: clamp(mean tag weight), the "
-                          "official A-Patch) or `turn` (each turn's tokens get that turn's weight)."},
+                          "official A-Patch) or `step` (each action's tokens get that action's weight)."},
     )
     tag_weights: dict[str, float] | str | None = field(
         default=None,
@@ -173,6 +179,10 @@ class SEALConfig(GRPOConfig):
         self.tag_weights = None if tag_weights is None else {str(k): float(v) for k, v in tag_weights.items()}
         self._check_choices()
         self._check_numbers()
+        if self.advantage_fn is not None:
+            from .algorithms import resolve_advantage_fn
+
+            resolve_advantage_fn(self.advantage_fn)  # a typo fails here, not after the first rollout
 
     def _check_choices(self) -> None:
         for name, allowed in (("weighting", WEIGHTING_MODES), ("apply_to", APPLY_TO), ("tag_source", TAG_SOURCES),
@@ -180,11 +190,11 @@ class SEALConfig(GRPOConfig):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.renormalize and self.weighting != "step":
-            raise ValueError(f"renormalize=True only applies to weighting='turn', got weighting={self.weighting!r}")
+            raise ValueError(f"renormalize=True only applies to weighting='step', got weighting={self.weighting!r}")
         if self.ema_tag_weights and self.weighting == "none":
-            raise ValueError("ema_tag_weights=True needs weighting 'trajectory' or 'turn', got weighting='none'")
+            raise ValueError("ema_tag_weights=True needs weighting 'trajectory' or 'step', got weighting='none'")
         if self.dynamic_tag_weights and (self.weighting == "none" or self.ema_tag_weights):
-            raise ValueError(f"dynamic_tag_weights=True needs weighting 'trajectory' or 'turn' and ema_tag_weights=False, "
+            raise ValueError(f"dynamic_tag_weights=True needs weighting 'trajectory' or 'step' and ema_tag_weights=False, "
                              f"got weighting={self.weighting!r}, ema_tag_weights={self.ema_tag_weights}")
         if not 0 <= self.dynamic_ema_beta <= 1 or self.dynamic_confidence_samples < 1:
             raise ValueError(f"need 0 <= dynamic_ema_beta <= 1 and dynamic_confidence_samples >= 1, got "

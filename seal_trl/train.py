@@ -48,7 +48,7 @@ def seal_config(args: argparse.Namespace, quiet: bool = False) -> Any:
         skip_uniform_tasks=args.skip_uniform_tasks, resample_uniform_groups=args.resample_uniform_groups,
         use_vllm=args.use_vllm, vllm_mode=args.vllm_mode,
         disable_tqdm=quiet,  # the Trainer's bar over GRPO steps (rate and ETA)
-    ), **dict(args.config_set)}
+    ), **_algorithm_fields(getattr(args, "algorithm", None)), **dict(args.config_set)}
     try:
         config = SEALConfig(**fields)
     except (TypeError, ValueError) as err:
@@ -64,6 +64,12 @@ def seal_config(args: argparse.Namespace, quiet: bool = False) -> Any:
     if config.use_vllm and importlib.util.find_spec("vllm") is None:
         raise ValueError("--use-vllm: vllm is not installed (it needs a GPU: pip install vllm)")
     return config
+
+
+def _algorithm_fields(name: str | None) -> dict[str, Any]:
+    from seal_trl.algorithms import ALGORITHMS
+
+    return {} if name is None else dict(ALGORITHMS[name])
 
 
 def lora_config(args: argparse.Namespace) -> Any:

@@ -35,6 +35,7 @@ from seal_envs.core.surface import surface_preset
 from seal_envs.run_folder import (SEAL_STATE_FILE, TRAINER_LABEL_PREFIX, TRAINER_PROGRESS, TRAINER_SUCCESS,
                                   TRAINER_SURFACE_VERSION)
 
+from .algorithms import resolve_advantage_fn
 from .config import SEALConfig
 from .data import EnvPool, PromptTasks, env_reward, make_dataset, reset_args, rollout_output
 from .generation import sync_active_fn, trainer_generate_fn
@@ -75,6 +76,9 @@ class SEALGRPOTrainer(GRPOTrainer):
         self.seal_pools = {"train": EnvPool(args.env_id, args.make_env_kwargs()),
                            "eval": EnvPool(args.env_id, {**args.make_env_kwargs(), "evaluation": True})}
         self._seal_generate_fn = generate_fn
+        if args.advantage_fn is not None and reward_funcs is not None:
+            raise ValueError("advantage_fn works on the episodes' env rewards; it cannot be combined with reward_funcs")
+        self.seal_advantage_fn = resolve_advantage_fn(args.advantage_fn) if args.advantage_fn else None
         self.seal_tasks, self.seal_task_rows = _task_memory(args, train_dataset)
         self._seal_rollout: MultiTurnRollout | None = None
         self._seal_rows: list[dict[str, Any]] | None = None
@@ -186,6 +190,8 @@ class SEALGRPOTrainer(GRPOTrainer):
             if self.seal_weigher.dynamic is not None:
                 for tag, weight in self.seal_weigher.dynamic.active.items():
                     self._metrics[mode][f"seal/tag_weight/{tag}"].append(weight)
+        if self.seal_advantage_fn is not None:
+            output["advantages"] = self._seal_advantages(results, output["advantages"], mode)
         weights, index = self._seal_token_weights(results, output)
         output["seal_base_advantages"] = output["advantages"].clone()
         output["advantages"] = output["advantages"].unsqueeze(1) * weights
@@ -195,6 +201,16 @@ class SEALGRPOTrainer(GRPOTrainer):
             patches = self.seal_coevolution.step(stats["pending"])
             self._metrics[mode]["seal/evolution_patches"].append(float(len(patches)))
         return output
+
+    def _seal_advantages(self, results: list[EpisodeResult], like: torch.Tensor, mode: str) -> torch.Tensor:
+        """``advantage_fn`` of every process's groups (TRL lays groups out over the gathered batch),
+        this process's slice of it."""
+        local = torch.tensor([float(r.reward) for r in results], dtype=torch.float32, device=like.device)
+        everyone = self.accelerator.gather(local) if self.accelerator.num_processes > 1 else local
+        group = self.num_generations if mode == "train" else self.num_generations_eval
+        advantages = self.seal_advantage_fn(everyone.view(-1, group)).reshape(-1)
+        start = self.accelerator.process_index * len(results)
+        return advantages[start:start + len(results)].to(like.dtype)
 
     def _seal_token_weights(self, results: list[EpisodeResult],
                             output: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:

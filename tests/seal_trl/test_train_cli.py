@@ -144,6 +144,22 @@ def test_config_file_and_sealconfig_field_flags(tmp_path):
         _parse(parser, ["envs", "--bogus"])  # only `seal train` takes SEALConfig fields
 
 
+def test_algorithm_flag_sets_its_fields_and_set_wins(tmp_path, capsys):
+    from seal_cli.main import _parse, build_parser, main
+    from seal_trl.train import seal_config
+
+    parser = build_parser()
+    config = seal_config(_parse(parser, ["train", "--algorithm", "dr_grpo", "--loss-type", "grpo"])[0])
+    assert (config.loss_type, config.scale_rewards, config.weighting) == ("dr_grpo", "none", "none")
+    config = seal_config(_parse(parser, ["train", "--algorithm", "rloo", "--set", "weighting=step"])[0])
+    assert (config.advantage_fn, config.weighting) == ("rloo", "step")
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--out", str(tmp_path / "r"), "--algorithm", "ppo"])
+    assert e.value.code == 2 and "invalid choice: 'ppo'" in capsys.readouterr().err
+    assert main(["train", "--out", str(tmp_path / "r"), "--set", "advantage_fn=nowhere:f"]) == 2
+    assert "advantage_fn 'nowhere:f'" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_report_to_tensorboard_and_lora_in_a_real_run(tmp_path):
     """report_to reaches TRL (a TensorBoard event file is written) and --lora-r trains adapters only."""

@@ -35,6 +35,7 @@ class SpyTrainer(SEALGRPOTrainer):
             "labels": [inp["seal_step_labels"] for inp in inputs],
             "official": [inp["seal_official_turn_tags"] for inp in inputs],
             "task_ids": [inp["seal_task_id"] for inp in inputs],
+            "rewards": [float(inp["env_reward"]) for inp in inputs],
             "step_index": [inp["seal_step_index"] for inp in inputs],
         })
         return out
@@ -100,6 +101,36 @@ def check_loss_inputs(trainer: SpyTrainer, mode: str) -> None:
             b = find_row(gen, loss["prompt_ids"][r], loss["completion_ids"][r])
             assert loss["advantages"].shape == loss["completion_ids"].shape
             torch.testing.assert_close(loss["advantages"][r], expected[b], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["rloo", "reinforce", "tests_seal_trl_advantage:doubled"])
+def test_advantage_fn_replaces_trls_advantages_group_by_group(tok, tmp_path, name, monkeypatch):
+    import sys
+    import types
+
+    user = types.ModuleType("tests_seal_trl_advantage")  # a user's own function, reached by "module:function"
+    user.doubled = lambda rewards: 2.0 * rewards
+    monkeypatch.setitem(sys.modules, "tests_seal_trl_advantage", user)
+    trainer, _ = make_trainer(tok, tmp_path, weighting="none", advantage_fn=name)
+    trainer.train()
+    group = trainer.args.num_generations
+    for g in trainer.spy_generations:
+        for start in range(0, len(g["rewards"]), group):
+            r = g["rewards"][start:start + group]
+            mean = sum(r) / group
+            want = {"rloo": [x - (sum(r) - x) / (group - 1) for x in r], "reinforce": [x - mean for x in r],
+                    "tests_seal_trl_advantage:doubled": [2 * x for x in r]}[name]
+            torch.testing.assert_close(g["base"][start:start + group], torch.tensor(want))
+    assert any(len(set(g["rewards"])) > 1 for g in trainer.spy_generations)  # some group had a gradient
+    check_loss_inputs(trainer, "none")  # the loss sees exactly these advantages
+
+
+def test_advantage_fn_refuses_custom_reward_funcs(tok, tmp_path):
+    from seal_trl.data import env_reward
+
+    with pytest.raises(ValueError, match="advantage_fn works on the episodes' env rewards"):
+        SEALGRPOTrainer(model=small_model(tok), reward_funcs=[env_reward], args=cpu_args(tmp_path, advantage_fn="rloo"),
+                        train_dataset=make_dataset(num_rows=4), processing_class=tok)
 
 
 @pytest.mark.parametrize("mode", ["none", "trajectory", "step"])
