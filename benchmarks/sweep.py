@@ -101,9 +101,13 @@ def run_dir(out: Path, variant: str, seed: int) -> Path:
     return out / variant / f"seed{seed}"
 
 
-def command(out: Path, variant: str, seed: int, steps: int | None, eval_tasks: int, core: int | None) -> list[str]:
+def command(out: Path, variant: str, seed: int, steps: int | None, eval_tasks: int, core: int | None,
+            flags: list[str] | None = None) -> list[str]:
+    """The ``seal train`` command of one run: the variant's flags (``VARIANTS`` unless given), then
+    ``--steps`` when set."""
     cmd = [sys.executable, "-m", "seal_cli", "train", "--out", str(run_dir(out, variant, seed)), "--overwrite",
-           "--seed", str(seed), "--threads", "1", "--eval-tasks", str(eval_tasks), *VARIANTS[variant]]
+           "--seed", str(seed), "--threads", "1", "--eval-tasks", str(eval_tasks),
+           *(VARIANTS[variant] if flags is None else flags)]
     if steps is not None:
         cmd += ["--steps", str(steps)]
     if core is not None and shutil.which("taskset"):
@@ -111,7 +115,10 @@ def command(out: Path, variant: str, seed: int, steps: int | None, eval_tasks: i
     return cmd
 
 
-def launch_all(jobs: list[tuple[str, int]], out: Path, steps: int | None, eval_tasks: int, workers: int) -> None:
+def launch_all(jobs: list[tuple[str, int]], out: Path, steps: int | None, eval_tasks: int, workers: int,
+               variants: dict[str, list[str]] | None = None) -> None:
+    """Run ``jobs`` (variant, seed), ``workers`` at a time; ``variants`` maps a name to its flags
+    (default :data:`VARIANTS`)."""
     running: list[tuple[subprocess.Popen, int, str]] = []
     free = list(range(workers))
     queue = list(jobs)
@@ -122,7 +129,8 @@ def launch_all(jobs: list[tuple[str, int]], out: Path, steps: int | None, eval_t
             folder = run_dir(out, variant, seed)
             folder.mkdir(parents=True, exist_ok=True)
             log = open(folder.parent / f"seed{seed}.log", "w")
-            cmd = command(out, variant, seed, steps, eval_tasks, core if workers > 1 else None)
+            cmd = command(out, variant, seed, steps, eval_tasks, core if workers > 1 else None,
+                          None if variants is None else variants[variant])
             print(f"{time.strftime('%H:%M:%S')} start {variant} seed {seed}: {' '.join(cmd)}", flush=True)
             running.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), core, f"{variant}/{seed}"))
         time.sleep(5)
@@ -238,6 +246,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="runs/recipe")
     p.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=["recipe"])
+    p.add_argument("--model", default=None, help="start every run from this model (default: seal train's, the shipped agent)")
     p.add_argument("--seeds", nargs="+", type=int, default=[0])
     p.add_argument("--steps", type=int, default=None, help="GRPO steps (default: the recipe's)")
     p.add_argument("--eval-tasks", type=int, default=200, help="held-out test tasks, greedy (default 200)")
@@ -264,7 +273,9 @@ def main(argv: list[str] | None = None) -> None:
     if not args.report_only:
         todo = [(v, s) for v in args.variants for s in args.seeds
                 if not (run_dir(out, v, s) / EVALUATION_FILE).exists()]
-        launch_all(todo, out, args.steps, args.eval_tasks, max(1, args.workers))
+        model = ["--model", args.model] if args.model else []
+        launch_all(todo, out, args.steps, args.eval_tasks, max(1, args.workers),
+                   {v: [*VARIANTS[v], *model] for v in args.variants})
     rows = load_runs(out)
     table = markdown(rows) + ("\n" + paired(rows, args.baseline) if args.baseline else "")
     (out / "table.md").write_text(table)

@@ -1,0 +1,96 @@
+"""The algorithm matrix (issue 31): every RL algorithm on the static and on the evolving environment.
+
+    python -m benchmarks.matrix --quick --out runs/matrix-quick           # about 10 min on 2 cores
+    python -m benchmarks.matrix --out runs/matrix                         # 7 x 2 x 3 runs, about 2.5 h
+    python -m benchmarks.matrix --out runs/matrix --report-only           # matrix.md and matrix.png again
+
+Each cell is ``seal train`` with one algorithm of :data:`seal_trl.algorithms.ALGORITHMS` (or a
+trainer config of your own: a YAML file of ``seal train`` flags and SEALConfig fields, such as
+``advantage_fn: mypackage.advantages:my_fn``) on top of the recipe, on the ``static`` canonical
+surface or the ``evolving`` one (CoEvolution at thresholds that fire for the shipped agent: raise
+0.15, fade 0.05). Every cell has the same sample budget (the recipe's updates x tasks x samples),
+evaluates the same held-out test tasks greedily on the canonical surface, and is paired by seed
+and task against stock GRPO on the static environment. Runs are resumable, one torch thread each,
+two at a time (:mod:`benchmarks.sweep` launches them and writes the tables).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from benchmarks import sweep
+from seal_envs.run_folder import EVALUATION_FILE
+from seal_trl.algorithms import ALGORITHMS
+
+ENVIRONMENTS: dict[str, list[str]] = {
+    "static": [],
+    "evolving": ["--evolution", "--set", "evolver_raise_threshold=0.15", "--set", "evolver_fade_threshold=0.05"],
+}
+BASELINE = "grpo.static"
+SEEDS = (0, 1, 2)
+QUICK = {"seeds": (0,), "steps": 2, "eval_tasks": 20}
+
+
+def algorithm_flags(algorithm: str) -> list[str]:
+    """A built-in algorithm by name, or a trainer config file of the user's."""
+    if algorithm in ALGORITHMS:
+        return ["--algorithm", algorithm]
+    path = Path(algorithm)
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        return ["--config", str(path)]
+    raise ValueError(f"{algorithm!r} is neither an algorithm ({', '.join(ALGORITHMS)}) nor a YAML trainer config file")
+
+
+def algorithm_name(algorithm: str) -> str:
+    return algorithm if algorithm in ALGORITHMS else Path(algorithm).stem
+
+
+def cells(algorithms: list[str], environments: list[str], model: str | None) -> dict[str, list[str]]:
+    """``{"algorithm.environment": seal train flags}``: one variant of the sweep per cell."""
+    extra = ["--model", model] if model else []
+    return {f"{algorithm_name(a)}.{e}": [*algorithm_flags(a), *ENVIRONMENTS[e], *extra]
+            for a in algorithms for e in environments}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default="runs/matrix")
+    p.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS),
+                   help="built-in names or YAML trainer configs (default: all built-in)")
+    p.add_argument("--environments", nargs="+", choices=list(ENVIRONMENTS), default=list(ENVIRONMENTS))
+    p.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
+    p.add_argument("--model", default=None, help="start every run from this model (default: the shipped agent)")
+    p.add_argument("--steps", type=int, default=None, help="GRPO updates (default: the recipe's)")
+    p.add_argument("--eval-tasks", type=int, default=200, help="held-out test tasks, greedy (default 200)")
+    p.add_argument("--workers", type=int, default=2, help="runs at a time, one core each (default 2)")
+    p.add_argument("--quick", action="store_true", help="2 updates, 20 evaluation tasks, seed 0: checks the "
+                   "pipeline, measures nothing")
+    p.add_argument("--report-only", action="store_true")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.seeds, args.steps, args.eval_tasks = list(QUICK["seeds"]), QUICK["steps"], QUICK["eval_tasks"]
+    try:
+        args.cells = cells(args.algorithms, args.environments, args.model)
+    except ValueError as e:
+        p.error(str(e))
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    out = Path(args.out)
+    if not args.report_only:
+        todo = [(c, s) for c in args.cells for s in args.seeds
+                if not (sweep.run_dir(out, c, s) / EVALUATION_FILE).exists()]
+        sweep.launch_all(todo, out, args.steps, args.eval_tasks, max(1, args.workers), args.cells)
+    rows = sweep.load_runs(out)
+    table = sweep.markdown(rows) + "\n" + sweep.paired(rows, BASELINE)
+    (out / "matrix.md").write_text(table)
+    sweep.plot(rows, out / "matrix.png")
+    print(table)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
