@@ -79,7 +79,8 @@ def child(a: argparse.Namespace) -> dict:
     import torch
 
     import seal_envs  # noqa: F401  (registers the ids)
-    from seal_trl.rollout import MultiTurnRollout, hf_generate_fn, padded_generate_fn
+    from seal_trl.generate_fn import padded_generate_fn
+    from seal_trl.rollout import MultiTurnRollout, hf_generate_fn
     from seal_trl.tiny import load_model_and_tokenizer
 
     if a.threads:

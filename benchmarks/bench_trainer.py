@@ -92,7 +92,7 @@ class ScriptedPolicy:
         return self.agents[id(env)].act(env, {"user_turn": base.user_turn})
 
     def __call__(self, prompts, max_new_tokens):
-        from seal_trl.rollout import Generation
+        from seal_trl.generate_fn import Generation
 
         envs = self.envs_fn()
         assert len(envs) == len(prompts)

@@ -1,14 +1,20 @@
-"""Reference agents: an oracle that follows the reference plan and a random agent.
+"""Agents and the two shapes they come in: reference agents, and batch agents for evaluation.
 
-Both act only through the public env API (``reset``/``step`` and the ``info`` dict); the oracle
-reads the current task from ``env.unwrapped.task``, as a person with the answer key would.
+The oracle (follows the reference plan) and the random agent act only through the public env API
+(``reset``/``step`` and the ``info`` dict); the oracle reads the current task from
+``env.unwrapped.task``, as a person with the answer key would. They are *per-episode* agents
+(``reset()``, ``act(env, info)``); :func:`seal_envs.eval.evaluate` drives *batch* agents
+(:class:`BatchAgent`), and :class:`PerEpisodeAgents` makes one of a per-episode factory.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
-from typing import Any, Callable
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Protocol
 
 import gymnasium as gym
 
@@ -110,3 +116,78 @@ def run_episode(env: gym.Env, agent, *, seed: int | None = None, options: dict |
             return reward, info, actions
     raise RuntimeError(f"episode did not end within {max_actions} actions")
 
+
+# -- batch agents: what evaluate drives ---------------------------------------------------
+class BatchAgent(Protocol):
+    """Answers several episodes at once (``slots`` are the episodes' positions in the batch)."""
+
+    def start(self, seeds: Sequence[int]) -> None: ...
+
+    def act_batch(self, envs: Sequence[gym.Env], infos: Sequence[dict], slots: Sequence[int]) -> list[Any]: ...
+
+
+class PerEpisodeAgents:
+    """Adapts a factory ``seed -> agent`` (``reset()``, ``act(env, info)``) to :class:`BatchAgent`.
+
+    ``concurrency`` is how many of the batch's ``act`` calls may run at once. 1 (the default)
+    asks the episodes one after the other; more suits agents that wait on I/O (a model server):
+    :meth:`act_batch_async` gathers the calls on an asyncio loop, each in a thread of a pool of
+    ``min(concurrency, active episodes)`` workers, so that many requests are in flight. Either way
+    an agent that raises fails only its own episode (an :class:`AgentFailure` in its place) and
+    the answers come back in the order of ``slots``.
+    """
+
+    def __init__(self, factory: Callable[[int], Any], concurrency: int = 1):
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        self.factory = factory
+        self.concurrency = concurrency
+        self.agents: list[Any] = []
+
+    def start(self, seeds: Sequence[int]) -> None:
+        self.agents = [self.factory(s) for s in seeds]
+        for a in self.agents:
+            a.reset()
+
+    def act_batch(self, envs, infos, slots) -> list[Any]:
+        if self.concurrency == 1 or len(slots) <= 1:
+            return [_act_or_fail(self.agents[s], e, i) for e, i, s in zip(envs, infos, slots)]
+        return _run_coroutine(self.act_batch_async(envs, infos, slots))
+
+    async def act_batch_async(self, envs, infos, slots) -> list[Any]:
+        """:meth:`act_batch` for a caller that runs its own event loop: at most ``concurrency``
+        ``act`` calls at once, each in a worker thread (``act`` blocks: the stdlib HTTP client)."""
+        loop = asyncio.get_running_loop()
+        pool = ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(slots))),
+                                  thread_name_prefix="seal-agent")
+        try:
+            return list(await asyncio.gather(*(loop.run_in_executor(pool, _act_or_fail, self.agents[s], e, i)
+                                               for e, i, s in zip(envs, infos, slots))))
+        finally:  # interrupted: queued calls never start; running ones end within their own timeout
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _run_coroutine(coroutine) -> Any:
+    """Run ``coroutine`` to its end from synchronous code, also when this thread already runs an
+    event loop (a notebook): then on a fresh loop in a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="seal-agent-loop") as helper:
+        return helper.submit(asyncio.run, coroutine).result()
+
+
+class AgentFailure:
+    """What an agent that raised returns instead of an action: :func:`evaluate` ends that episode
+    (verified, as a truncation) and records the error in its result, and the others go on."""
+
+    def __init__(self, error: BaseException):
+        self.message = f"{type(error).__name__}: {error}"[:500]
+
+
+def _act_or_fail(agent: Any, env: Any, info: Any) -> Any:
+    try:
+        return agent.act(env, info)
+    except Exception as e:  # noqa: BLE001 - one server fault must not lose the episodes already played
+        return AgentFailure(e)

@@ -19,7 +19,7 @@ Agents come in two shapes:
 - a *batch agent* with ``start(seeds)`` and ``act_batch(envs, infos, slots) -> actions``
   (``seal_trl.agents.HFBatchAgent``): the episodes of a batch run in lockstep and the agent
   answers all active ones at once (one ``generate`` call per turn).
-  :class:`PerEpisodeAgents` turns a factory into one, and with ``concurrency > 1`` it asks the
+  :class:`~seal_envs.agents.PerEpisodeAgents` turns a factory into one, and with ``concurrency > 1`` it asks the
   episodes' agents at the same time (an asyncio gather over a thread pool): what
   :class:`~seal_envs.openai_agent.OpenAIBatchAgent` (``make_agent("openai:...")``) uses to keep
   many requests in flight.
@@ -33,26 +33,22 @@ Pure Python: no torch. The CLI (``seal eval``) is a thin layer over :func:`evalu
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import gymnasium as gym
 
+from seal_envs.agents import AgentFailure, BatchAgent, PerEpisodeAgents
 from seal_envs.core.frozen import thaw
 from seal_envs.core.diagnosis import LABELS
 from seal_envs.core.official import OFFICIAL_TAG_OF_LABEL
 
-__all__ = [
-    "BatchAgent", "EvalResult", "PerEpisodeAgents", "evaluate", "make_agent", "pass_at_k", "pass_hat_k",
-    "task_pass_hat_k",
-]
+__all__ = ["EvalResult", "evaluate", "make_agent", "pass_at_k", "pass_hat_k", "task_pass_hat_k"]
 
 
 # -- metrics -------------------------------------------------------------------------------
@@ -84,81 +80,6 @@ def task_pass_hat_k(outcomes: Mapping[str, Sequence[bool]], k: int) -> float:
 
 
 # -- agents --------------------------------------------------------------------------------
-class BatchAgent(Protocol):
-    """Answers several episodes at once (``slots`` are the episodes' positions in the batch)."""
-
-    def start(self, seeds: Sequence[int]) -> None: ...
-
-    def act_batch(self, envs: Sequence[gym.Env], infos: Sequence[dict], slots: Sequence[int]) -> list[Any]: ...
-
-
-class PerEpisodeAgents:
-    """Adapts a factory ``seed -> agent`` (``reset()``, ``act(env, info)``) to :class:`BatchAgent`.
-
-    ``concurrency`` is how many of the batch's ``act`` calls may run at once. 1 (the default)
-    asks the episodes one after the other; more suits agents that wait on I/O (a model server):
-    :meth:`act_batch_async` gathers the calls on an asyncio loop, each in a thread of a pool of
-    ``min(concurrency, active episodes)`` workers, so that many requests are in flight. Either way
-    an agent that raises fails only its own episode (an :class:`AgentFailure` in its place) and
-    the answers come back in the order of ``slots``.
-    """
-
-    def __init__(self, factory: Callable[[int], Any], concurrency: int = 1):
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        self.factory = factory
-        self.concurrency = concurrency
-        self.agents: list[Any] = []
-
-    def start(self, seeds: Sequence[int]) -> None:
-        self.agents = [self.factory(s) for s in seeds]
-        for a in self.agents:
-            a.reset()
-
-    def act_batch(self, envs, infos, slots) -> list[Any]:
-        if self.concurrency == 1 or len(slots) <= 1:
-            return [_act_or_fail(self.agents[s], e, i) for e, i, s in zip(envs, infos, slots)]
-        return _run_coroutine(self.act_batch_async(envs, infos, slots))
-
-    async def act_batch_async(self, envs, infos, slots) -> list[Any]:
-        """:meth:`act_batch` for a caller that runs its own event loop: at most ``concurrency``
-        ``act`` calls at once, each in a worker thread (``act`` blocks: the stdlib HTTP client)."""
-        loop = asyncio.get_running_loop()
-        pool = ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(slots))),
-                                  thread_name_prefix="seal-agent")
-        try:
-            return list(await asyncio.gather(*(loop.run_in_executor(pool, _act_or_fail, self.agents[s], e, i)
-                                               for e, i, s in zip(envs, infos, slots))))
-        finally:  # interrupted: queued calls never start; running ones end within their own timeout
-            pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _run_coroutine(coroutine) -> Any:
-    """Run ``coroutine`` to its end from synchronous code, also when this thread already runs an
-    event loop (a notebook): then on a fresh loop in a helper thread."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="seal-agent-loop") as helper:
-        return helper.submit(asyncio.run, coroutine).result()
-
-
-class AgentFailure:
-    """What an agent that raised returns instead of an action: :func:`evaluate` ends that episode
-    (verified, as a truncation) and records the error in its result, and the others go on."""
-
-    def __init__(self, error: BaseException):
-        self.message = f"{type(error).__name__}: {error}"[:500]
-
-
-def _act_or_fail(agent: Any, env: Any, info: Any) -> Any:
-    try:
-        return agent.act(env, info)
-    except Exception as e:  # noqa: BLE001 - one server fault must not lose the episodes already played
-        return AgentFailure(e)
-
-
 def make_agent(spec: str, **options: Any) -> Callable[[int], Any] | BatchAgent:
     """The agent named by ``spec``, as :func:`evaluate` takes it.
 

@@ -57,7 +57,7 @@ from typing import Any, Mapping
 
 from seal_envs.core.call_formats import CallFormat, prompt_call_format, tools_in_prompt
 
-from seal_envs.eval import PerEpisodeAgents
+from seal_envs.agents import PerEpisodeAgents
 
 _LOG = logging.getLogger(__name__)
 MAX_RESPONSE_BYTES = 16 << 20
@@ -397,7 +397,7 @@ class OpenAIChatAgent:
 
 
 class OpenAIBatchAgent(PerEpisodeAgents):
-    """A batch agent (:class:`seal_envs.eval.BatchAgent`) over one :class:`OpenAIChatAgent` per
+    """A batch agent (:class:`seal_envs.agents.BatchAgent`) over one :class:`OpenAIChatAgent` per
     episode: ``start(seeds)`` makes them (episode ``i`` sends ``seeds[i]`` as its ``seed``) and
     ``act_batch`` sends the requests of all active episodes at once, at most ``concurrency`` in
     flight. Each request keeps every guard of :meth:`OpenAIChatAgent.act` (its own whole-request

@@ -38,7 +38,7 @@ _LAZY: dict[str, str] = {
     "SEALGRPOTrainer": "trainer",
     "MultiTurnRollout": "rollout",
     "EpisodeResult": "rollout",
-    "Generation": "rollout",
+    "Generation": "generate_fn",
     "make_dataset": "data",
     "make_rollout_func": "data",
     "env_reward": "data",

@@ -39,7 +39,8 @@ class HFBatchAgent:
         from transformers import GenerationConfig
 
         from seal_trl.chat import ActionDecoder, make_renderer
-        from seal_trl.rollout import _eos_ids, hf_generate_fn
+        from seal_trl.generate_fn import eos_ids
+        from seal_trl.rollout import hf_generate_fn
         from seal_trl.tiny import load_model_and_tokenizer
 
         if isinstance(model, str):
@@ -68,7 +69,7 @@ class HFBatchAgent:
         knobs = {"temperature": temperature, "top_p": top_p, "top_k": model.generation_config.top_k} if sample else {}
         config = GenerationConfig(do_sample=sample, pad_token_id=tokenizer.pad_token_id,
                                   eos_token_id=model.generation_config.eos_token_id, **knobs)
-        self.eos_ids = _eos_ids(tokenizer, config)
+        self.eos_ids = eos_ids(tokenizer, config)
         self.renderer = make_renderer(tokenizer, self.eos_ids, chat_template_kwargs)
         self.mode, self.tools_probe = tools_in_prompt, template_tools_probe(self.renderer)
         if tools_in_prompt not in ("auto", "always", "never"):

@@ -22,13 +22,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from .tiny import DEFAULT_CHECKPOINT, DEFAULT_NAME, resolve_model
 from .warmstart import WarmStartConfig
 
 __all__ = ["DEFAULT_CHECKPOINT", "DEFAULT_NAME", "DEFAULT_WARMSTART", "EVAL_SETTINGS", "PROVENANCE_FILE",
            "make_default_checkpoint", "resolve_model"]
 
-DEFAULT_NAME = "default"
-DEFAULT_CHECKPOINT = Path(__file__).parent / "checkpoints" / DEFAULT_NAME
 PROVENANCE_FILE = "provenance.json"
 ENV_ID = "seal/ToolUse-v0"
 
@@ -41,16 +40,6 @@ DEFAULT_WARMSTART = WarmStartConfig(
 #: Greedy evaluation of the provenance (the same budgets `seal train` evaluates with).
 EVAL_SETTINGS = {"max_new_tokens": 64, "max_steps": 12, "batch_size": 50}  # 12 actions: the longest task needs 11
 CHECK_TASKS = 40  # the fixed sample a test replays: the first 40 test tasks (10 per difficulty)
-
-
-def resolve_model(name_or_path: str) -> str:
-    """``"default"`` is the shipped checkpoint's folder; anything else passes through unchanged."""
-    if name_or_path != DEFAULT_NAME:
-        return name_or_path
-    if not (DEFAULT_CHECKPOINT / "config.json").exists():
-        raise FileNotFoundError(f"the default checkpoint is missing from {DEFAULT_CHECKPOINT}; rebuild it with "
-                                "`seal warmstart --out seal_trl/checkpoints/default`")
-    return str(DEFAULT_CHECKPOINT)
 
 
 def load_provenance(folder: str | Path = DEFAULT_CHECKPOINT) -> dict[str, Any]:

@@ -51,7 +51,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .rollout import EpisodeResult, GenerateFn, MultiTurnRollout
+from .generate_fn import GenerateFn
+from .rollout import EpisodeResult, MultiTurnRollout
 
 if TYPE_CHECKING:
     from seal_envs.coevolution import CoEvolution

@@ -1,6 +1,6 @@
 """Generate functions bound to a ``GRPOTrainer``: its policy, sampling settings and backend.
 
-:func:`trainer_generate_fn` returns a :data:`~seal_trl.rollout.GenerateFn` that samples exactly
+:func:`trainer_generate_fn` returns a :data:`~seal_trl.generate_fn.GenerateFn` that samples exactly
 as the trainer's own single-turn path does (``trainer.generation_config``: temperature, top-p,
 top-k, ...), through ``unwrap_model_for_generation`` (DDP, DeepSpeed, FSDP), or through TRL's
 ``VLLMGeneration`` when ``use_vllm`` is on. Only the per-turn ``max_new_tokens`` differs.
@@ -24,7 +24,7 @@ import contextlib
 import copy
 from typing import Any
 
-from .rollout import Generation, GenerateFn, cut_at_eos, left_pad
+from .generate_fn import Generation, GenerateFn, cut_at_eos, left_pad
 
 __all__ = ["needs_lockstep", "sync_active_fn", "trainer_generate_fn"]
 
@@ -64,7 +64,7 @@ def _padded(trainer: Any, prompts: list[list[int]]) -> tuple[list[list[int]], in
 
 
 def trainer_generate_fn(trainer: Any) -> GenerateFn:
-    """The trainer's policy as a :data:`~seal_trl.rollout.GenerateFn`."""
+    """The trainer's policy as a :data:`~seal_trl.generate_fn.GenerateFn`."""
     return _vllm_generate_fn(trainer) if trainer.use_vllm else _hf_generate_fn(trainer)
 
 

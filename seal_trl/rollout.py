@@ -30,21 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .chat import ActionDecoder, Transcript, make_renderer
+from .generate_fn import GenerateFn, Generation, eos_ids, padded_generate_fn
 
-__all__ = ["EpisodeResult", "Generation", "GenerateFn", "MultiTurnRollout", "end_episode", "hf_generate_fn",
-           "padded_generate_fn"]
-
-
-@dataclass
-class Generation:
-    """What a generate function returns: new token ids per prompt (and their logprobs, if known)."""
-
-    ids: list[list[int]]
-    logprobs: list[list[float]] | None = None
-
-
-#: ``generate(prompt_ids, max_new_tokens) -> Generation`` (a plain list of id lists is accepted too).
-GenerateFn = Callable[[list[list[int]], int], "Generation | list[list[int]]"]
+__all__ = ["EpisodeResult", "MultiTurnRollout", "end_episode", "hf_generate_fn"]
 
 
 @dataclass
@@ -83,52 +71,9 @@ def hf_generate_fn(model: Any, tokenizer: Any, generation_config: Any = None, *,
         from .engine import KVCacheEngine, Sampling, engine_unsupported
 
         if not engine_unsupported(model, config):
-            return KVCacheEngine(model, eos_token_ids=sorted(_eos_ids(tokenizer, config)),
+            return KVCacheEngine(model, eos_token_ids=sorted(eos_ids(tokenizer, config)),
                                  pad_token_id=tokenizer.pad_token_id, sampling=Sampling.from_config(config), seed=seed)
     return padded_generate_fn(model, tokenizer, generation_config)
-
-
-def padded_generate_fn(model: Any, tokenizer: Any, generation_config: Any = None) -> GenerateFn:
-    """``model.generate`` on the left-padded prompts, no cache kept: the reference the engine is tested against."""
-    import copy
-
-    import torch
-
-    eos = _eos_ids(tokenizer, generation_config or model.generation_config)
-
-    def generate(prompts: list[list[int]], max_new_tokens: int) -> Generation:
-        config = copy.deepcopy(generation_config or model.generation_config)
-        config.max_new_tokens = max_new_tokens
-        ids, mask = left_pad(prompts, tokenizer.pad_token_id)
-        with torch.no_grad():
-            out = model.generate(input_ids=ids.to(model.device), attention_mask=mask.to(model.device),
-                                 generation_config=config)
-        return Generation([cut_at_eos(row, eos) for row in out[:, ids.size(1):].tolist()])
-
-    return generate
-
-
-def left_pad(prompts: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
-    import torch
-
-    width = max(len(p) for p in prompts)
-    ids = torch.tensor([[pad_id] * (width - len(p)) + list(p) for p in prompts], dtype=torch.long)
-    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], dtype=torch.long)
-    return ids, mask
-
-
-def cut_at_eos(row: Sequence[int], eos_ids: set[int]) -> list[int]:
-    for i, tok in enumerate(row):
-        if tok in eos_ids:
-            return list(row[: i + 1])
-    return list(row)
-
-
-def _eos_ids(tokenizer: Any, generation_config: Any = None) -> set[int]:
-    ids = {tokenizer.eos_token_id}
-    extra = getattr(generation_config, "eos_token_id", None)
-    ids.update(extra if isinstance(extra, (list, tuple)) else [extra])
-    return {i for i in ids if i is not None}
 
 
 @dataclass
@@ -171,7 +116,7 @@ class MultiTurnRollout:
         self.max_new_tokens = max_new_tokens
         self.max_completion_length = max_completion_length
         self.sync_active = sync_active
-        self.eos_ids = set(eos_token_ids or ()) | _eos_ids(tokenizer, getattr(generate, "generation_config", None))
+        self.eos_ids = set(eos_token_ids or ()) | eos_ids(tokenizer, getattr(generate, "generation_config", None))
         self.renderer = make_renderer(tokenizer, self.eos_ids, chat_template_kwargs)
         self.keyed = hasattr(self.generate, "generate_episodes") and hasattr(self.generate, "release")
         self._keys = itertools.count()

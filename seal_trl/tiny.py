@@ -312,6 +312,21 @@ def build_tiny_model(
     return model
 
 
+#: ``"default"`` names the shipped warm start (:mod:`seal_trl.checkpoint` makes and documents it).
+DEFAULT_NAME = "default"
+DEFAULT_CHECKPOINT = Path(__file__).parent / "checkpoints" / DEFAULT_NAME
+
+
+def resolve_model(name_or_path: str) -> str:
+    """``"default"`` is the shipped checkpoint's folder; anything else passes through unchanged."""
+    if name_or_path != DEFAULT_NAME:
+        return name_or_path
+    if not (DEFAULT_CHECKPOINT / "config.json").exists():
+        raise FileNotFoundError(f"the default checkpoint is missing from {DEFAULT_CHECKPOINT}; rebuild it with "
+                                "`seal warmstart --out seal_trl/checkpoints/default`")
+    return str(DEFAULT_CHECKPOINT)
+
+
 def load_model_and_tokenizer(
     name_or_path: str = "tiny", seed: int = 0, **model_kwargs: Any
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
@@ -327,8 +342,6 @@ def load_model_and_tokenizer(
         return build_tiny_model(tokenizer, seed=seed, **model_kwargs), tokenizer
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from .checkpoint import resolve_model
 
     name_or_path = resolve_model(name_or_path)  # "default": the shipped warm start
     if str(name_or_path).lower().endswith(".gguf"):

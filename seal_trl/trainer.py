@@ -40,7 +40,8 @@ from .config import SEALConfig
 from .data import EnvPool, PromptTasks, env_reward, make_dataset, reset_args, rollout_output
 from .generation import sync_active_fn, trainer_generate_fn
 from .token_weigher import TokenWeigher
-from .rollout import EpisodeResult, GenerateFn, MultiTurnRollout
+from .generate_fn import GenerateFn
+from .rollout import EpisodeResult, MultiTurnRollout
 from .sampling import TaskMemory, group_slices, is_uniform
 
 __all__ = ["SEALGRPOTrainer"]

@@ -161,3 +161,64 @@ def test_what_runs_and_judges_cannot_see_the_surface(module):
     """Tools, their state, parsing, validation, verification and diagnosis import nothing that
     holds a surface, so no patch can reach them."""
     assert "seal_envs.core.surface" not in _closure(module) and "seal_envs.env" not in _closure(module)
+
+
+def import_graph(packages: tuple[str, ...]) -> dict[str, set[str]]:
+    """Module -> the project modules it imports (anywhere in the file), each name resolved to the
+    longest module it names (``from seal_trl.rollout import X`` is ``seal_trl.rollout``)."""
+    paths = {module_name(p): p for pkg in packages for p in (ROOT / pkg).rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        edges = set()
+        for target in imports(path):
+            while target and target not in paths:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                edges.add(target)
+        graph[name] = edges
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_cycles_finds_a_circle_and_only_a_circle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle_anywhere():
+    """Imports inside functions count: a circle broken only by a lazy import is still two modules
+    a reader cannot understand one without the other (issue 27)."""
+    graph = import_graph(("seal_envs", "seal_trl", "seal_cli", "seal_verifiers"))
+    assert len(graph) > 100 and any("seal_trl.rollout" in e for e in graph.values())
+    assert cycles(graph) == []

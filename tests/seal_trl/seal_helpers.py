@@ -45,7 +45,7 @@ class ScriptedPolicy:
         return self.agents[id(env)].act(env, {"user_turn": base.user_turn})
 
     def __call__(self, prompts, max_new_tokens):
-        from seal_trl.rollout import Generation
+        from seal_trl.generate_fn import Generation
 
         self.calls += 1
         self.batch_sizes.append(len(prompts))

@@ -12,7 +12,8 @@ pytest.importorskip("transformers")
 import seal_envs  # noqa: E402,F401
 from seal_trl.chat import make_renderer  # noqa: E402
 from seal_trl.engine import KVCacheEngine, Sampling, _lcp, engine_unsupported  # noqa: E402
-from seal_trl.rollout import MultiTurnRollout, padded_generate_fn  # noqa: E402
+from seal_trl.generate_fn import padded_generate_fn  # noqa: E402
+from seal_trl.rollout import MultiTurnRollout  # noqa: E402
 
 
 @pytest.fixture(scope="module")
