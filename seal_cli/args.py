@@ -8,6 +8,7 @@ import json
 import math
 from typing import Any
 
+from seal_cli.common import add_mcp_arguments
 from seal_trl.algorithms import ALGORITHMS  # plain data; loads no torch
 from seal_trl.train import RECIPE  # the recipe's numbers; importing seal_trl.train loads no torch
 
@@ -103,7 +104,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=r["model"],
                    help="'default' (the shipped warm start), 'tiny' (random weights, offline) or a Hugging Face "
                         "model id or folder (default %(default)s)")
-    p.add_argument("--env", default=r["env"], help="environment id (default %(default)s: the default agent's domain)")
+    p.add_argument("--env", default=r["env"], help="environment id (default %(default)s: the default agent's domain; "
+                   "seal/MCP-v0 with --server and --tasks)")
+    add_mcp_arguments(p)
     p.add_argument("--steps", type=positive_int, default=r["steps"], help="GRPO updates (default %(default)s)")
     p.add_argument("--tasks-per-step", type=positive_int, default=r["tasks_per_step"],
                    help="tasks per update; each is played --num-generations times (default %(default)s)")

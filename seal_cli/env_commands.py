@@ -279,12 +279,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 # -- seal serve ----------------------------------------------------------------------------
+SERVE_DEFAULT_ENV = "seal/ToolUse-v0"
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve one env id over OpenEnv's protocol until interrupted. The id, the port and the
     framework install are checked before the server's slow import, each as one error line."""
     import socket
 
-    check_env(args.env, args.split)
+    extra: dict = {}
+    if args.server or args.tasks:  # your own tools; the positional id keeps its default unless named
+        args.env, extra = mcp_env(args, None if args.env == SERVE_DEFAULT_ENV else args.env)
+    check_env(args.env, args.split, **extra)
     if args.port > 65535:
         raise CLIError(f"--port {args.port} is not a TCP port; use 1-65535, or 0 for any free one")
     try:
@@ -304,7 +310,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         sock.close()
         raise CLIError(f"cannot listen on {args.host}:{args.port} ({e.strerror or e}); choose another --port "
                        "(0 picks a free one)") from None
-    env_kwargs = {k: v for k, v in (("split", args.split), ("max_steps", args.max_steps)) if v is not None}
+    env_kwargs = {**extra, **{k: v for k, v in (("split", args.split), ("max_steps", args.max_steps)) if v is not None}}
     app = create_app(args.env, max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout or None,
                      surface_channel=args.surface_channel, **env_kwargs)
     host, port = sock.getsockname()[:2]

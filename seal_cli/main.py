@@ -24,7 +24,7 @@ from typing import Sequence
 from seal_cli.args import (add_train_arguments, config_field_flags, config_file_argv, non_negative_float,
                            non_negative_int, positive_int, probability)
 from seal_cli.common import SPLIT_CHOICES, CLIError, add_mcp_arguments
-from seal_cli.env_commands import cmd_envs, cmd_play, cmd_report, cmd_serve, cmd_show
+from seal_cli.env_commands import SERVE_DEFAULT_ENV, cmd_envs, cmd_play, cmd_report, cmd_serve, cmd_show
 from seal_cli.model_commands import cmd_eval, cmd_train, cmd_warmstart
 
 
@@ -138,8 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="serve an environment over OpenEnv's WebSocket protocol to any client "
                        "(until Ctrl-C; needs the frameworks extra)")
-    p.add_argument("env", nargs="?", default="seal/ToolUse-v0", help="an environment id (default %(default)s; "
-                   "`seal envs` lists them)")
+    p.add_argument("env", nargs="?", default=SERVE_DEFAULT_ENV, help="an environment id (default %(default)s; "
+                   "`seal envs` lists them; seal/MCP-v0 with --server and --tasks)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s: this machine "
                    "only; 0.0.0.0 for every interface)")
     p.add_argument("--port", type=non_negative_int, default=8000, help="TCP port, 0 for any free one (default %(default)s)")
@@ -152,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", choices=SPLIT_CHOICES, help="split (default: the env's own, train for most ids)")
     p.add_argument("--max-steps", type=positive_int, help="step budget: actions per episode (default: the env's: "
                    "24, 60 for BFCL)")
+    add_mcp_arguments(p)
     p.set_defaults(func=cmd_serve)
 
     for command in sub.choices.values():  # `seal eval ... --debug` works as well as `seal --debug eval ...`

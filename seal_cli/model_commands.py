@@ -82,9 +82,11 @@ def _call_format(env_id: str):
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from seal_trl.train import prepare_out, run
+    from seal_trl.train import RECIPE, prepare_out, run
 
-    check_env(args.env, "train")
+    if args.server or args.tasks:  # your own tools: --env keeps its default unless named
+        args.env, args.env_kwargs = mcp_env(args, None if args.env == RECIPE["env"] else args.env)
+    check_env(args.env, "train", **getattr(args, "env_kwargs", {}))
     try:
         prepare_out(Path(args.out), args.overwrite)
     except ValueError as e:

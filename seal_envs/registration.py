@@ -176,9 +176,11 @@ def load_entry_point_domains() -> list[str]:
     return ids
 
 
-def registered_ids() -> list[str]:
-    """Every ``seal/`` id that ``gym.make`` builds without arguments (``PARAMETRIC_IDS`` need some)."""
-    return sorted(i for i in gym.registry if i.startswith("seal/") and i not in PARAMETRIC_IDS)
+def registered_ids(with_arguments: bool = False) -> list[str]:
+    """Every ``seal/`` id that ``gym.make`` builds without arguments; ``with_arguments=True`` adds
+    those that need some (``PARAMETRIC_IDS``: an MCP server and its task file), which a framework
+    adapter registers too so that its own ``make(id, **kwargs)`` reaches them."""
+    return sorted(i for i in gym.registry if i.startswith("seal/") and (with_arguments or i not in PARAMETRIC_IDS))
 
 
 def register_all() -> None:

@@ -23,7 +23,7 @@ def std_error(p: float, n: int) -> float:
 def evaluate_policy(model: Any, tokenizer: Any, split: str, limit: int, *, max_new_tokens: int = 96,
                     max_steps: int = 12, batch_size: int = 32, log=None,
                     domains: tuple[str, ...] | None = None, env_id: str = ENV_ID,
-                    progress=None) -> dict[str, Any]:
+                    progress=None, env_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
     """Success, mean reward and progress, per difficulty / domain / held-out-ness, and label shares.
 
     ``progress(done, total)`` (a bar, :mod:`seal_trl.progress`) replaces the ``log`` lines."""
@@ -38,7 +38,7 @@ def evaluate_policy(model: Any, tokenizer: Any, split: str, limit: int, *, max_n
         if log is not None:
             log(f"    eval {split}: {done}/{total} episodes")
 
-    env_kwargs = {"max_steps": max_steps, **({"domains": domains} if domains is not None else {})}
+    env_kwargs = {**(env_kwargs or {}), "max_steps": max_steps, **({"domains": domains} if domains is not None else {})}
     result = evaluate(env_id, agent, split=split, k=1, limit=limit, batch_size=batch_size,
                       env_kwargs=env_kwargs, agent_name=getattr(model, "name_or_path", None) or "policy",
                       progress=progress or log_progress)

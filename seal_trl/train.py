@@ -42,7 +42,7 @@ def seal_config(args: argparse.Namespace, quiet: bool = False) -> Any:
         num_generations=args.num_generations, temperature=args.temperature, beta=args.beta,
         loss_type=args.loss_type, num_iterations=args.num_iterations,
         max_completion_length=args.max_episode_steps * (args.max_new_tokens + 96),
-        env_id=args.env, env_kwargs={"reward_mode": args.reward_mode}, max_episode_steps=args.max_episode_steps,
+        env_id=args.env, env_kwargs={**_env_kwargs(args), "reward_mode": args.reward_mode}, max_episode_steps=args.max_episode_steps,
         max_new_tokens_per_step=args.max_new_tokens, weighting=args.weighting, evolution=args.evolution,
         curriculum=args.curriculum, surface_preset=args.surface, evolver_min_episodes=4,
         skip_uniform_tasks=args.skip_uniform_tasks, resample_uniform_groups=args.resample_uniform_groups,
@@ -64,6 +64,12 @@ def seal_config(args: argparse.Namespace, quiet: bool = False) -> Any:
     if config.use_vllm and importlib.util.find_spec("vllm") is None:
         raise ValueError("--use-vllm: vllm is not installed (it needs a GPU: pip install vllm)")
     return config
+
+
+def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The extra ``gym.make`` arguments of the training env: an MCP server and its task file
+    (``--server``/``--tasks``, which the CLI turns into ``args.env_kwargs``), else none."""
+    return dict(getattr(args, "env_kwargs", None) or {})
 
 
 def _algorithm_fields(name: str | None) -> dict[str, Any]:
@@ -161,12 +167,13 @@ def _fresh_using(size: int, domains: tuple[str, ...], difficulties: tuple[int, .
 
 def rl_tasks(args: argparse.Namespace, log) -> Any:
     """The RL dataset of ``seal train``: fresh tasks, enough for every update to see new ones."""
-    pool = args.rl_tasks
-    if pool == "fresh" and not _train_task_set(args.env).generated:
+    pool, env_kwargs = args.rl_tasks, _env_kwargs(args)
+    if pool == "fresh" and not _train_task_set(args.env, env_kwargs).generated:
         log(f"[seal train] {args.env} has a fixed task list: RL uses its train split")
         pool = "train"
     size = max(400, 2 * args.steps * args.tasks_per_step)
-    return rl_dataset(args.env, args.difficulties, pool=pool, size=size, tools=tuple(getattr(args, "rl_tools", ()) or ()))
+    return rl_dataset(args.env, args.difficulties, env_kwargs, pool=pool, size=size,
+                      tools=tuple(getattr(args, "rl_tools", ()) or ()))
 
 
 def _train_task_set(env_id: str, env_kwargs: dict | None = None):
@@ -177,7 +184,7 @@ def _train_task_set(env_id: str, env_kwargs: dict | None = None):
     return gym.make(env_id, split="train", **(env_kwargs or {})).unwrapped.task_set
 
 
-def evaluate(model, tokenizer, env_id: str, tasks: int, log, progress=None) -> dict | None:
+def evaluate(model, tokenizer, env_id: str, tasks: int, log, progress=None, env_kwargs: dict | None = None) -> dict | None:
     """Greedy success on the first ``tasks`` held-out test tasks (canonical surface)."""
     if not tasks:
         return None
@@ -189,7 +196,7 @@ def evaluate(model, tokenizer, env_id: str, tasks: int, log, progress=None) -> d
     model.eval()
     with torch.no_grad():
         result = evaluate_policy(model, tokenizer, "test", tasks, env_id=env_id, max_new_tokens=64, max_steps=12,
-                                 batch_size=50, log=log, progress=progress)
+                                 batch_size=50, log=log, progress=progress, env_kwargs=env_kwargs)
     model.train(was_training)
     return result
 
@@ -223,7 +230,7 @@ def run(args: argparse.Namespace) -> Path:
         model.config._name_or_path = str(start_dir)
     bar = lambda desc: progress_bar(desc, "episode", quiet)  # noqa: E731  (one bar per evaluation)
     log(f"[seal train] {args.model} on {args.env}: greedy evaluation on {args.eval_tasks} held-out test tasks")
-    before = evaluate(model, tokenizer, args.env, args.eval_tasks, None, bar("eval before"))
+    before = evaluate(model, tokenizer, args.env, args.eval_tasks, None, bar("eval before"), _env_kwargs(args))
     if before is not None:
         log(f"[seal train] before training: held-out test success {before['success']:.3f} "
             f"(by difficulty {before['by_difficulty']}); now {args.steps} GRPO steps")
@@ -234,7 +241,7 @@ def run(args: argparse.Namespace) -> Path:
     train_start = time.perf_counter()
     trainer.train()
     train_seconds = time.perf_counter() - train_start
-    after = evaluate(trainer.model, tokenizer, args.env, args.eval_tasks, None, bar("eval after"))
+    after = evaluate(trainer.model, tokenizer, args.env, args.eval_tasks, None, bar("eval after"), _env_kwargs(args))
     trainer.save_model(str(out / "model"))
     trainer.save_state()
     trainer.save_seal_state(out)

@@ -143,11 +143,13 @@ def chat_messages(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping
     return out
 
 
-def task_row(env_id: str, task_id: str, **extra: Any) -> dict[str, Any]:
+def task_row(env_id: str, task_id: str, *, env_kwargs: Mapping[str, Any] | None = None,
+             **extra: Any) -> dict[str, Any]:
     """A dataset row for ``task_id`` in the shape verl and SkyRL read (``prompt``: the task's
     first messages, tools in the system message; ``env_class``; ``extra_info``), for building
-    a framework's dataset from a split: ``[task_row(id, t.task_id) for t in split]``."""
-    env = make_env(env_id)
+    a framework's dataset from a split: ``[task_row(id, t.task_id) for t in split]``.
+    ``env_kwargs`` make the env as the workers will (an MCP server and its task file)."""
+    env = make_env(env_id, **dict(env_kwargs or {}))
     try:
         _, info = env.reset(options={"task_id": task_id})
         prompt = chat_messages(info["new_messages"], info["tools"])

@@ -93,7 +93,7 @@ def register_all() -> list[str]:
 
     from gem.envs.registration import ENV_REGISTRY
 
-    ids = seal_envs.registered_ids()
+    ids = seal_envs.registered_ids(with_arguments=True)  # seal/MCP-v0 too: make(id, server=..., tasks=...)
     for env_id in ids:
         if env_id not in ENV_REGISTRY:
             _gem.register(env_id, SealGemEnv, seal_id=env_id)

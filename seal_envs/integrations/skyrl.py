@@ -105,7 +105,7 @@ def register_all() -> list[str]:
     return the ids. Runs on import."""
     import seal_envs
 
-    ids = seal_envs.registered_ids()
+    ids = seal_envs.registered_ids(with_arguments=True)  # seal/MCP-v0 too: make(id, server=..., tasks=...)
     for env_id in ids:
         if env_id not in skyrl_gym.registry:
             skyrl_gym.register(id=env_id, entry_point=SealSkyRLEnv, kwargs={"seal_id": env_id})

@@ -25,7 +25,8 @@ def test_every_seal_id_is_registered_with_gem():
     from gem.envs.registration import ENV_REGISTRY
 
     assert set(seal_envs.registered_ids()) <= set(ENV_REGISTRY)
-    assert seal_gem.register_all() == seal_envs.registered_ids()        # again: no duplicate error
+    assert seal_gem.register_all() == seal_envs.registered_ids(with_arguments=True)  # again: no duplicate error
+    assert "seal/MCP-v0" in ENV_REGISTRY
 
 
 def test_an_episode_through_gem_make_ends_with_the_record():

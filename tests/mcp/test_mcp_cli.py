@@ -41,3 +41,20 @@ def test_a_bad_server_or_task_file_is_one_error_line():
     assert out.returncode == 2 and "failed to start" in out.stderr and "Traceback" not in out.stderr
     out = seal("eval", "seal/ToolUse-v0", "--server", SERVER, "--tasks", TASKS, "--agent", "oracle")
     assert out.returncode == 2 and "leave out the id" in out.stderr
+
+
+def test_train_takes_a_server_and_a_task_file(tmp_path):
+    """seal train on your own tools: the MCP env's train split for RL, its test split evaluated."""
+    out = tmp_path / "run"
+    done = seal("train", "--server", SERVER, "--tasks", TASKS, "--model", "tiny", "--out", str(out), "--steps", "1",
+                "--tasks-per-step", "2", "--num-generations", "2", "--max-new-tokens", "8", "--max-episode-steps", "2",
+                "--eval-tasks", "2", "--quiet")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "seal/MCP-v0 has a fixed task list: RL uses its train split" in done.stdout
+    evaluation = json.loads((out / "evaluation.json").read_text())
+    assert evaluation["before"]["tasks"] == evaluation["after"]["tasks"] == 2
+    settings = evaluation["settings"]
+    assert settings["env"] == "seal/MCP-v0" and settings["env_kwargs"]["tasks"] == TASKS
+    assert [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()] == [1]
+    wrong = seal("train", "--server", SERVER, "--env", "seal/ToolUse-v0", "--tasks", TASKS, "--out", str(tmp_path / "x"))
+    assert wrong.returncode == 2 and "leave out the id" in wrong.stderr
