@@ -155,6 +155,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--surface", default="canonical", choices=["canonical", "observation_lite"],
                    help="training surface preset (observation_lite: the paper's static hints; default %(default)s); "
                         "evaluation stays canonical")
+    p.add_argument("--tools-in-prompt", choices=["auto", "always", "never"], default="auto",
+                   help="where the tools go when the model's chat template drops `tools`: auto puts them in the "
+                        "system message then, as `seal eval` does (default %(default)s)")
     p.add_argument("--curriculum", action="store_true", help="sample tasks by the evolver's curriculum (default off)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="random seed, >= 0 (default %(default)s)")
     p.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's choice)")

@@ -38,7 +38,7 @@ class HFBatchAgent:
         import torch
         from transformers import GenerationConfig
 
-        from seal_trl.chat import ActionDecoder, make_renderer
+        from seal_trl.chat import ActionDecoder, choose_tools_in_prompt, make_renderer
         from seal_trl.generate_fn import eos_ids
         from seal_trl.rollout import hf_generate_fn
         from seal_trl.tiny import load_model_and_tokenizer
@@ -71,10 +71,8 @@ class HFBatchAgent:
                                   eos_token_id=model.generation_config.eos_token_id, **knobs)
         self.eos_ids = eos_ids(tokenizer, config)
         self.renderer = make_renderer(tokenizer, self.eos_ids, chat_template_kwargs)
-        self.mode, self.tools_probe = tools_in_prompt, template_tools_probe(self.renderer)
-        if tools_in_prompt not in ("auto", "always", "never"):
-            raise ValueError(f"tools_in_prompt must be one of auto, always, never, got {tools_in_prompt!r}")
-        self.prompt_tools = tools_in_prompt == "always" or (tools_in_prompt == "auto" and self.tools_probe.server_drops_tools)
+        self.mode = tools_in_prompt
+        self.tools_probe, self.prompt_tools = choose_tools_in_prompt(self.renderer, tools_in_prompt)
         self.generate = hf_generate_fn(self.model, tokenizer, config, seed=0)
         self.keyed = hasattr(self.generate, "generate_episodes")
         self.transcripts: dict[int, Any] = {}  # slot -> the episode's Transcript
@@ -104,15 +102,10 @@ class HFBatchAgent:
 
     def observe(self, slot: int, info: dict, env: Any = None) -> list[int]:
         """The episode's ids including the env's latest reply (its reset info starts a transcript)."""
-        from seal_trl.chat import Transcript
+        from seal_trl.chat import Transcript, text_tools_info
 
         if self.prompt_tools:  # the conversation as text, the tools in its system message in the env's format
-            from seal_envs.core.call_formats import tools_in_prompt
-
-            base = env.unwrapped
-            converted = tools_in_prompt(base.messages, base.tools, getattr(base, "call_format", None))
-            seen = len(self.transcripts[slot].history) if slot in self.transcripts else 0
-            info = {"new_messages": converted[seen:], **({"tools": info["tools"]} if "tools" in info else {})}
+            info = text_tools_info(env, info, len(self.transcripts[slot].history) if slot in self.transcripts else 0)
         if slot not in self.transcripts:
             self.transcripts[slot] = Transcript(self.renderer, info, self.eos_ids, render_tools=not self.prompt_tools)
             self.sequences[slot] = list(self.transcripts[slot].prompt_ids)
@@ -144,22 +137,6 @@ class HFBatchAgent:
             self.sequences[slot] += list(ids) + self.transcripts[slot].closing_ids(ids)
             texts.append(self.decode(ids, seq))
         return texts
-
-
-def template_tools_probe(renderer: Any) -> Any:
-    """Whether the chat template renders ``tools``: the probe conversation of
-    :func:`seal_envs.openai_agent.probe_tools` rendered with and without its tool, in tokens.
-    Free (no model call), so every agent asks at start."""
-    from seal_envs.openai_agent import PROBE_MESSAGES, PROBE_TOOL, ToolsProbe
-
-    try:
-        without = len(renderer.prompt_ids(list(PROBE_MESSAGES), None))
-        with_ = len(renderer.prompt_ids(list(PROBE_MESSAGES), [PROBE_TOOL]))
-    except Exception as e:  # noqa: BLE001 - a template that raises on tools refuses them
-        return ToolsProbe("rejects", detail=f"{type(e).__name__}: {str(e)[:160]}", who="the chat template")
-    verdict = "renders" if with_ > without else "ignores" if with_ == without else "unknown"
-    return ToolsProbe(verdict, with_, without, "" if verdict != "unknown" else "fewer tokens with the tool",
-                      who="the chat template")
 
 
 def make_agent(spec: str, **options: Any) -> Any:

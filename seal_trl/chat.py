@@ -204,3 +204,44 @@ class Transcript:
         ids = self.renderer.delta_ids(self.history, assistant, new, self.tools)
         self.history.extend([assistant, *new])
         return ids
+
+
+# -- tools the chat template drops: the tool list as text in the system message (issue 32) ---------
+TOOLS_IN_PROMPT = ("auto", "always", "never")
+
+
+def template_tools_probe(renderer: Any) -> Any:
+    """Whether the chat template renders ``tools``: the probe conversation of
+    :func:`seal_envs.openai_agent.probe_tools` rendered with and without its tool, in tokens.
+    Free (no model call), so every agent asks at start."""
+    from seal_envs.openai_agent import PROBE_MESSAGES, PROBE_TOOL, ToolsProbe
+
+    try:
+        without = len(renderer.prompt_ids(list(PROBE_MESSAGES), None))
+        with_ = len(renderer.prompt_ids(list(PROBE_MESSAGES), [PROBE_TOOL]))
+    except Exception as e:  # noqa: BLE001 - a template that raises on tools refuses them
+        return ToolsProbe("rejects", detail=f"{type(e).__name__}: {str(e)[:160]}", who="the chat template")
+    verdict = "renders" if with_ > without else "ignores" if with_ == without else "unknown"
+    return ToolsProbe(verdict, with_, without, "" if verdict != "unknown" else "fewer tokens with the tool",
+                      who="the chat template")
+
+
+def choose_tools_in_prompt(renderer: Any, mode: str) -> tuple[Any, bool]:
+    """``(probe, put the tools in the prompt)``: ``always``, ``never``, or ``auto``, which puts them
+    there when the template drops ``tools`` (a model with no tool block in its template is blind
+    to the tools otherwise). The HF agent and the training rollout decide the same way."""
+    if mode not in TOOLS_IN_PROMPT:
+        raise ValueError(f"tools_in_prompt must be one of {', '.join(TOOLS_IN_PROMPT)}, got {mode!r}")
+    probe = template_tools_probe(renderer)
+    return probe, mode == "always" or (mode == "auto" and probe.server_drops_tools)
+
+
+def text_tools_info(env: Any, info: Mapping[str, Any], seen: int) -> dict[str, Any]:
+    """``info`` as a template without tools must see it: the episode's conversation with the tools
+    in its system message and calls as text in the env's call format
+    (:func:`seal_envs.core.call_formats.tools_in_prompt`), from message ``seen`` on."""
+    from seal_envs.core.call_formats import tools_in_prompt
+
+    base = env.unwrapped
+    converted = tools_in_prompt(base.messages, base.tools, getattr(base, "call_format", None))
+    return {"new_messages": converted[seen:], **({"tools": info["tools"]} if "tools" in info else {})}

@@ -58,6 +58,11 @@ class SEALConfig(GRPOConfig):
     max_new_tokens_per_step: int = field(
         default=128, metadata={"help": "Most tokens the model may generate in one turn."}
     )
+    tools_in_prompt: str = field(
+        default="auto",
+        metadata={"help": "Where the tools go when the chat template drops `tools`: `auto` (then into the system "
+                          "message, in the env's call format), `always` or `never` (issue 32)."},
+    )
     skip_uniform_tasks: int = field(
         default=0,
         metadata={"help": "Online filtering: a task whose last group had equal rewards (no GRPO gradient) is "
@@ -186,7 +191,7 @@ class SEALConfig(GRPOConfig):
 
     def _check_choices(self) -> None:
         for name, allowed in (("weighting", WEIGHTING_MODES), ("apply_to", APPLY_TO), ("tag_source", TAG_SOURCES),
-                              ("surface_preset", SURFACE_PRESETS)):
+                              ("surface_preset", SURFACE_PRESETS), ("tools_in_prompt", ("auto", "always", "never"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.renormalize and self.weighting != "step":

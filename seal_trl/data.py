@@ -244,7 +244,7 @@ def make_rollout_func(env_id: str = "seal/ToolUse-v0", *, env_kwargs: Mapping[st
                       max_episode_steps: int = 8, max_new_tokens: int = 128, max_completion_length: int | None = None,
                       curriculum: bool = False, generate_fn: GenerateFn | None = None,
                       on_results: Callable[[list[EpisodeResult]], None] | None = None,
-                      coevolution: CoEvolution | None = None, tasks: Any = None):
+                      coevolution: CoEvolution | None = None, tasks: Any = None, tools_in_prompt: str = "auto"):
     """A ``rollout_func(prompts, trainer)`` for an unmodified ``GRPOTrainer`` (use ``env_reward``).
 
     ``max_completion_length`` defaults to ``trainer.args.max_completion_length`` and bounds the whole
@@ -254,6 +254,7 @@ def make_rollout_func(env_id: str = "seal/ToolUse-v0", *, env_kwargs: Mapping[st
     evolves one training surface for all processes: its surface reaches the envs before every
     batch, and every training batch's counts, gathered from all processes, step it (see the module
     docstring). Pass ``curriculum=True`` with ``CoEvolution(curriculum=True)`` for its task weights.
+    ``tools_in_prompt`` is :class:`~seal_trl.rollout.MultiTurnRollout`'s (a template without tools).
     The returned function carries ``pool``, ``eval_pool``, ``state`` and ``coevolution``.
     """
     if tasks is None:
@@ -275,7 +276,8 @@ def make_rollout_func(env_id: str = "seal/ToolUse-v0", *, env_kwargs: Mapping[st
                 trainer.processing_class, generate_fn or trainer_generate_fn(trainer), max_episode_steps=max_episode_steps,
                 max_new_tokens=max_new_tokens, max_completion_length=budget,
                 chat_template_kwargs=getattr(trainer, "chat_template_kwargs", None),
-                sync_active=sync_active_fn(trainer), eos_token_ids=getattr(trainer, "eos_token_ids", None))
+                sync_active=sync_active_fn(trainer), eos_token_ids=getattr(trainer, "eos_token_ids", None),
+                tools_in_prompt=tools_in_prompt)
         # without a co-evolution every batch plays on ``pool``, as it always did
         evolving = coevolution is not None and bool(trainer.model.training)
         evaluating = coevolution is not None and not evolving

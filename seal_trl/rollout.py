@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .chat import ActionDecoder, Transcript, make_renderer
+from .chat import ActionDecoder, Transcript, choose_tools_in_prompt, make_renderer, text_tools_info
 from .generate_fn import GenerateFn, Generation, eos_ids, padded_generate_fn
 
 __all__ = ["EpisodeResult", "MultiTurnRollout", "end_episode", "hf_generate_fn"]
@@ -93,6 +93,9 @@ class MultiTurnRollout:
     process still has a running episode; a process whose episodes are all done then keeps calling
     ``generate`` with an empty list, which collective generators (vLLM server mode, FSDP,
     ZeRO-3) need. ``eos_token_ids`` adds end-of-turn ids to the tokenizer's EOS.
+    ``tools_in_prompt`` (``auto``, ``always``, ``never``): where the tools go when the chat template
+    drops ``tools`` (:func:`~seal_trl.chat.choose_tools_in_prompt`, as the HF agent of ``seal eval``
+    decides): with ``auto`` such a policy trains with the tools in its system message, not blind.
 
     ``generate_calls`` counts calls over the object's life; ``last_stats`` describes the last
     :meth:`run`; ``current_envs`` lists the envs a running generate call serves, in prompt order
@@ -104,7 +107,7 @@ class MultiTurnRollout:
                  max_new_tokens: int = 128, max_completion_length: int | None = None,
                  chat_template_kwargs: Mapping[str, Any] | None = None,
                  sync_active: Callable[[bool], bool] | None = None,
-                 eos_token_ids: Sequence[int] | None = None) -> None:
+                 eos_token_ids: Sequence[int] | None = None, tools_in_prompt: str = "auto") -> None:
         if max_episode_steps < 1 or max_new_tokens < 1:
             raise ValueError(f"max_episode_steps and max_new_tokens must be >= 1, got {max_episode_steps} and {max_new_tokens}")
         if max_completion_length is not None and max_completion_length < 1:
@@ -118,6 +121,7 @@ class MultiTurnRollout:
         self.sync_active = sync_active
         self.eos_ids = set(eos_token_ids or ()) | eos_ids(tokenizer, getattr(generate, "generation_config", None))
         self.renderer = make_renderer(tokenizer, self.eos_ids, chat_template_kwargs)
+        self.tools_probe, self.prompt_tools = choose_tools_in_prompt(self.renderer, tools_in_prompt)
         self.keyed = hasattr(self.generate, "generate_episodes") and hasattr(self.generate, "release")
         self._keys = itertools.count()
         self.generate_calls = 0
@@ -160,7 +164,8 @@ class MultiTurnRollout:
     # -- steps ----------------------------------------------------------------------------
     def _reset(self, env: Any, seed: int | None, options: Mapping[str, Any] | None) -> _Episode:
         _, info = env.reset(seed=None if seed is None else int(seed), options=dict(options) if options else None)
-        transcript = Transcript(self.renderer, info, self.eos_ids)
+        seen = text_tools_info(env, info, 0) if self.prompt_tools else info
+        transcript = Transcript(self.renderer, seen, self.eos_ids, render_tools=not self.prompt_tools)
         return _Episode(env, EpisodeResult(prompt_ids=transcript.prompt_ids, info=info), transcript, next(self._keys))
 
     def _generate(self, active: list[_Episode]) -> Generation:
@@ -197,7 +202,8 @@ class MultiTurnRollout:
             if closing and (room is None or room >= len(closing)):
                 self._append(res, closing, model=False)
             return
-        reply = closing + episode.transcript.reply_ids(info)
+        seen = text_tools_info(episode.env, info, len(episode.transcript.history)) if self.prompt_tools else info
+        reply = closing + episode.transcript.reply_ids(seen)
         room = self._room(episode)
         if room is not None and room < len(reply) + 1:  # no room for the reply and one more token
             self._force_end(episode, budget=True)

@@ -104,7 +104,7 @@ class SEALGRPOTrainer(GRPOTrainer):
                 max_episode_steps=self.args.max_episode_steps, max_new_tokens=self.args.max_new_tokens_per_step,
                 max_completion_length=self.args.max_completion_length,
                 chat_template_kwargs=self.chat_template_kwargs, sync_active=sync_active_fn(self),
-                eos_token_ids=self.eos_token_ids)
+                eos_token_ids=self.eos_token_ids, tools_in_prompt=self.args.tools_in_prompt)
         return self._seal_rollout
 
     def seal_play(self, prompts: list[list[dict[str, Any]]]) -> dict[str, Any]:

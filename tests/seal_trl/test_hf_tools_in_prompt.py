@@ -56,6 +56,44 @@ def test_a_template_that_renders_tools_keeps_them():
         _agent(None, tools_in_prompt="maybe")
 
 
+def _rollout_prompts(template: str | None, mode: str) -> tuple[list[str], list[str], object]:
+    """Two bank episodes of the training rollout: each prompt and each whole episode as text."""
+    import gymnasium as gym
+
+    import seal_envs  # noqa: F401
+    from seal_trl.rollout import MultiTurnRollout
+    from seal_trl.tiny import build_tiny_model, build_tiny_tokenizer
+
+    tokenizer = build_tiny_tokenizer()
+    if template is not None:
+        tokenizer.chat_template = template
+    rollout = MultiTurnRollout(tokenizer, build_tiny_model(tokenizer, seed=0), max_episode_steps=2, max_new_tokens=4,
+                               tools_in_prompt=mode)
+    envs = [gym.make("seal/ToolUse-Bank-v0", max_steps=2) for _ in range(2)]
+    results = rollout.run(envs, [0, 1])
+    return ([tokenizer.decode(r.prompt_ids) for r in results],
+            [tokenizer.decode(r.prompt_ids + r.completion_ids) for r in results], rollout)
+
+
+def test_the_training_rollout_puts_tools_in_the_prompt_of_a_template_without_them():
+    prompts, episodes, rollout = _rollout_prompts(CHATML, "auto")
+    assert rollout.prompt_tools and rollout.tools_probe.verdict == "ignores"
+    assert all("<tools>" in p and "get_balance" in p and "<tool_call>" in p for p in prompts)
+    assert all(e.startswith(p) for p, e in zip(prompts, episodes))  # the episode grows from that prompt
+    blind, _, rollout = _rollout_prompts(CHATML, "never")
+    assert not rollout.prompt_tools and all("get_balance" not in p for p in blind)
+    kept, _, rollout = _rollout_prompts(None, "auto")  # the tiny template renders tools: nothing changes
+    assert not rollout.prompt_tools and kept == _rollout_prompts(None, "never")[0]
+
+
+def test_seal_train_passes_tools_in_prompt_to_the_trainer():
+    from seal_cli.main import _parse, build_parser
+    from seal_trl.train import seal_config
+
+    assert seal_config(_parse(build_parser(), ["train", "--tools-in-prompt", "always"])[0]).tools_in_prompt == "always"
+    assert seal_config(_parse(build_parser(), ["train"])[0]).tools_in_prompt == "auto"
+
+
 def test_a_missing_gguf_file_is_the_users_error(tmp_path):
     from seal_trl.tiny import load_model_and_tokenizer
 
