@@ -8,16 +8,28 @@ offending values. Dict-valued fields also accept a JSON string, which is what a 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from trl import GRPOConfig
+
+from seal_envs.core.evolver import SETTINGS, Evolver
 
 from .advantage_weights import APPLY_TO, OFFICIAL_MAX_SCALE, OFFICIAL_MIN_SCALE, TAG_SOURCES, WEIGHTING_MODES
 
 __all__ = ["SEALConfig", "WEIGHTING_MODES", "APPLY_TO", "TAG_SOURCES"]
 
 SURFACE_PRESETS = ("canonical", "observation_lite")  # seal_envs.core.surface.PRESETS
+
+#: SEALConfig's field for each evolver setting (seal_envs.core.evolver.SETTINGS, where their
+#: defaults, help and bounds live): ``evolver_<name>``, the curriculum's under their own names.
+EVOLVER_FIELDS = {name: name if name.startswith("curriculum") else f"evolver_{name}" for name in SETTINGS}
+_EVOLVER_DEFAULTS = {f.name: f for f in fields(Evolver)}
+
+
+def _evolver_field(name: str) -> Any:
+    f = _EVOLVER_DEFAULTS[name]
+    return field(default=f.default, metadata={"help": f"Evolver: {f.metadata['help']}."})
 
 
 def _as_dict(value: Any, name: str) -> dict[str, Any] | None:
@@ -157,25 +169,15 @@ class SEALConfig(GRPOConfig):
         metadata={"help": "Resume from a checkpoint that has no seal_state.json, with a fresh evolver and surface "
                           "(otherwise that is an error)."},
     )
-    evolver_window: int = field(default=4, metadata={"help": "Evolver: batches in the sliding window."})
-    evolver_raise_threshold: float = field(
-        default=0.3, metadata={"help": "Evolver: failure rate at which a surface channel is raised."}
-    )
-    evolver_fade_threshold: float = field(
-        default=0.1, metadata={"help": "Evolver: failure rate at which a channel fades (< raise threshold)."}
-    )
-    evolver_patience: int = field(default=1, metadata={"help": "Evolver: updates in a row before raising."})
-    evolver_fade_patience: int = field(default=2, metadata={"help": "Evolver: updates in a row before fading."})
-    evolver_min_episodes: int = field(
-        default=8, metadata={"help": "Evolver: episodes of a domain in the window before its rates count."}
-    )
-    curriculum: bool = field(
-        default=False,
-        metadata={"help": "Sample tasks by the evolver's success statistics (rows then give only the seed, the env "
-                          "picks the task)."},
-    )
-    curriculum_floor: float = field(default=0.1, metadata={"help": "Curriculum: least sampling weight of a task."})
-    curriculum_ema: float = field(default=0.5, metadata={"help": "Curriculum: EMA factor of bucket success rates."})
+    evolver_window: int = _evolver_field("window")
+    evolver_raise_threshold: float = _evolver_field("raise_threshold")
+    evolver_fade_threshold: float = _evolver_field("fade_threshold")
+    evolver_patience: int = _evolver_field("patience")
+    evolver_fade_patience: int = _evolver_field("fade_patience")
+    evolver_min_episodes: int = _evolver_field("min_episodes")
+    curriculum: bool = _evolver_field("curriculum")
+    curriculum_floor: float = _evolver_field("curriculum_floor")
+    curriculum_ema: float = _evolver_field("curriculum_ema")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -219,12 +221,10 @@ class SEALConfig(GRPOConfig):
                              f"be >= max_new_tokens_per_step ({self.max_new_tokens_per_step})")
         if not 0 < self.ema_alpha <= 1:
             raise ValueError(f"ema_alpha must be in (0, 1], got {self.ema_alpha}")
-        if not 0 <= self.evolver_fade_threshold < self.evolver_raise_threshold <= 1:
-            raise ValueError(f"need 0 <= evolver_fade_threshold < evolver_raise_threshold <= 1, got "
-                             f"{self.evolver_fade_threshold} and {self.evolver_raise_threshold}")
-        if min(self.evolver_window, self.evolver_patience, self.evolver_fade_patience) < 1:
-            raise ValueError(f"evolver_window, evolver_patience and evolver_fade_patience must be >= 1, got "
-                             f"{self.evolver_window}, {self.evolver_patience}, {self.evolver_fade_patience}")
+        try:
+            Evolver(**self.evolver_kwargs())  # the evolver checks its own settings
+        except ValueError as e:
+            raise ValueError(f"evolver settings ({', '.join(EVOLVER_FIELDS.values())}): {e}") from None
         if self.skip_uniform_tasks < 0 or self.resample_uniform_groups < 0:
             raise ValueError(f"skip_uniform_tasks and resample_uniform_groups must be >= 0, got "
                              f"{self.skip_uniform_tasks} and {self.resample_uniform_groups}")
@@ -237,17 +237,7 @@ class SEALConfig(GRPOConfig):
     # -- derived values ---------------------------------------------------------------------
     def evolver_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``seal_envs.core.evolver.Evolver``."""
-        return {
-            "window": self.evolver_window,
-            "raise_threshold": self.evolver_raise_threshold,
-            "fade_threshold": self.evolver_fade_threshold,
-            "patience": self.evolver_patience,
-            "fade_patience": self.evolver_fade_patience,
-            "min_episodes": self.evolver_min_episodes,
-            "curriculum": self.curriculum,
-            "curriculum_floor": self.curriculum_floor,
-            "curriculum_ema": self.curriculum_ema,
-        }
+        return {name: getattr(self, field_name) for name, field_name in EVOLVER_FIELDS.items()}
 
     def make_env_kwargs(self) -> dict[str, Any]:
         """``env_kwargs`` with ``max_steps`` defaulting to ``max_episode_steps``."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Mapping, NamedTuple
 
@@ -26,51 +26,6 @@ from .surface import MAX_LEVEL, SurfacePatch
 from .types import StepLabel
 
 FORMAT, FORMAT_VERSION = "seal-evolver", 1
-_NUMBER = {"type": "number"}
-_CONFIG_SCHEMA = {
-    "type": "object", "additionalProperties": False,
-    "required": ["window", "raise_threshold", "fade_threshold", "patience", "fade_patience", "min_episodes",
-                 "curriculum", "curriculum_floor", "curriculum_ema"],
-    "properties": {
-        "window": {"type": "integer", "minimum": 1}, "patience": {"type": "integer", "minimum": 1},
-        "fade_patience": {"type": "integer", "minimum": 1}, "min_episodes": {"type": "integer", "minimum": 0},
-        "raise_threshold": _NUMBER, "fade_threshold": _NUMBER, "curriculum": {"type": "boolean"},
-        "curriculum_floor": {"type": "number", "minimum": 0},
-        "curriculum_ema": {"type": "number", "minimum": 0, "maximum": 1},
-    },
-}
-STATE_SCHEMA = {
-    "type": "object",
-    "required": ["config", "pending", "history", "levels", "raise_streak", "fade_streak", "bucket_success",
-                 "events", "updates"],
-    "properties": {
-        "format": {"const": FORMAT}, "format_version": {"const": FORMAT_VERSION},
-        "config": _CONFIG_SCHEMA,
-        "pending": statefile.counts(),
-        "history": {"type": "array", "items": statefile.counts()},
-        "levels": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1},
-                   "propertyNames": {"pattern": "^(" + "|".join(MAX_LEVEL) + r")\|"}},
-        "raise_streak": statefile.counts(), "fade_streak": statefile.counts(),
-        "bucket_success": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1}},
-        "events": {"type": "array", "items": {"type": "object"}},
-        "updates": {"type": "integer", "minimum": 0},
-    },
-}
-
-# Which channel a label calls for: the scope is the tool, or the error kind for recovery.
-LABEL_CHANNEL = {
-    "schema_violation": "affordance",
-    "arg_mismatch": "affordance",
-    "spurious_call": "affordance",
-    "missing_call": "affordance",
-    "wrong_order": "affordance",
-    "constraint_violation": "constraint",
-    "recovery_failure": "recovery",
-    "unknown_tool": "recovery",
-    "format_error": "recovery",
-}
-
-
 def label_scope(label: StepLabel) -> tuple[str, str] | None:
     """The (channel, scope) a failure label calls for, or None if no channel helps."""
     channel = LABEL_CHANNEL.get(label.label)
@@ -159,17 +114,25 @@ def _parsed(counts: Mapping[str, int], source: str, name: str) -> Counter:
         raise statefile.StateFileError(f"{source}: field '{name}': {e}") from None
 
 
+def _setting(default: Any, help: str, minimum: float = 0, maximum: float | None = None) -> Any:
+    """A field of the evolver's configuration: its default, what it does and its bounds."""
+    return field(default=default, metadata={"help": help, "minimum": minimum, "maximum": maximum})
+
+
 @dataclass
 class Evolver:
-    window: int = 4
-    raise_threshold: float = 0.3
-    fade_threshold: float = 0.1
-    patience: int = 1
-    fade_patience: int = 2
-    min_episodes: int = 8
-    curriculum: bool = False
-    curriculum_floor: float = 0.1
-    curriculum_ema: float = 0.5
+    # settings: the one place their defaults, help and bounds live (SEALConfig's evolver_* fields,
+    # the saved state's schema and the docs read them from here)
+    window: int = _setting(4, "batches in the sliding window", minimum=1)
+    raise_threshold: float = _setting(0.3, "failure rate at which a surface channel is raised", maximum=1)
+    fade_threshold: float = _setting(0.1, "failure rate at which a channel fades (< the raise threshold)")
+    patience: int = _setting(1, "updates in a row at or above the raise threshold before raising", minimum=1)
+    fade_patience: int = _setting(2, "updates in a row at or below the fade threshold before fading", minimum=1)
+    min_episodes: int = _setting(8, "episodes of a domain in the window before its rates count")
+    curriculum: bool = _setting(False, "sample tasks by their bucket's success rate (rows then give only the seed, "
+                                       "the env picks the task)")
+    curriculum_floor: float = _setting(0.1, "curriculum: least sampling weight of a task")
+    curriculum_ema: float = _setting(0.5, "curriculum: EMA factor of bucket success rates", maximum=1)
     # state: (channel, scope) keys for levels and streaks, (domain, difficulty) for buckets
     pending: Counter = field(default_factory=Counter)
     history: list[Counter] = field(default_factory=list)
@@ -184,8 +147,12 @@ class Evolver:
         if not 0 <= self.fade_threshold < self.raise_threshold <= 1:
             raise ValueError(f"need 0 <= fade_threshold < raise_threshold <= 1, got "
                              f"{self.fade_threshold} and {self.raise_threshold}")
-        if self.window < 1 or self.patience < 1 or self.fade_patience < 1:
-            raise ValueError("window, patience and fade_patience must be at least 1")
+        for f in fields(self):  # every setting within its bounds
+            low, high = f.metadata.get("minimum"), f.metadata.get("maximum")
+            value = getattr(self, f.name)
+            if low is not None and not isinstance(value, bool) and (
+                    value < low or (high is not None and value > high)):
+                raise ValueError(f"{f.name} must be in [{low}, {high if high is not None else 'inf'}], got {value}")
 
     # -- statistics ----------------------------------------------------------------------
     def observe(self, diagnoses: Iterable[EpisodeDiagnosis]) -> None:
@@ -274,14 +241,11 @@ class Evolver:
         return weights
 
     # -- persistence ---------------------------------------------------------------------
-    CONFIG = ("window", "raise_threshold", "fade_threshold", "patience", "fade_patience", "min_episodes",
-              "curriculum", "curriculum_floor", "curriculum_ema")
-
     def state_dict(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
-            "config": {k: getattr(self, k) for k in self.CONFIG},
+            "config": {k: getattr(self, k) for k in SETTINGS},
             "pending": _spelled(self.pending),
             "history": [_spelled(b) for b in self.history],
             "levels": _joined(self.levels),
@@ -324,6 +288,58 @@ class Evolver:
     def load(path: str | Path) -> "Evolver":
         """Load a saved evolver; a missing, corrupt, foreign or invalid file is an error naming it."""
         return Evolver.from_state_dict(statefile.read_json(path, "evolver state"), f"evolver state file {path}")
+
+
+#: The evolver's settings, in order: every field made with :func:`_setting`.
+SETTINGS: tuple[str, ...] = tuple(f.name for f in fields(Evolver) if "help" in f.metadata)
+
+
+def setting_schema() -> dict[str, Any]:
+    """The JSON schema of a saved configuration, from the fields' types and bounds."""
+    props: dict[str, Any] = {}
+    for f in fields(Evolver):
+        if f.name not in SETTINGS:
+            continue
+        kind = {"int": "integer", "float": "number", "bool": "boolean"}[str(f.type)]
+        prop: dict[str, Any] = {"type": kind}
+        if kind != "boolean":
+            prop["minimum"] = f.metadata["minimum"]
+            if f.metadata["maximum"] is not None:
+                prop["maximum"] = f.metadata["maximum"]
+        props[f.name] = prop
+    return {"type": "object", "additionalProperties": False, "required": list(SETTINGS), "properties": props}
+
+
+STATE_SCHEMA = {
+    "type": "object",
+    "required": ["config", "pending", "history", "levels", "raise_streak", "fade_streak", "bucket_success",
+                 "events", "updates"],
+    "properties": {
+        "format": {"const": FORMAT}, "format_version": {"const": FORMAT_VERSION},
+        "config": setting_schema(),
+        "pending": statefile.counts(),
+        "history": {"type": "array", "items": statefile.counts()},
+        "levels": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1},
+                   "propertyNames": {"pattern": "^(" + "|".join(MAX_LEVEL) + r")\|"}},
+        "raise_streak": statefile.counts(), "fade_streak": statefile.counts(),
+        "bucket_success": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1}},
+        "events": {"type": "array", "items": {"type": "object"}},
+        "updates": {"type": "integer", "minimum": 0},
+    },
+}
+
+# Which channel a label calls for: the scope is the tool, or the error kind for recovery.
+LABEL_CHANNEL = {
+    "schema_violation": "affordance",
+    "arg_mismatch": "affordance",
+    "spurious_call": "affordance",
+    "missing_call": "affordance",
+    "wrong_order": "affordance",
+    "constraint_violation": "constraint",
+    "recovery_failure": "recovery",
+    "unknown_tool": "recovery",
+    "format_error": "recovery",
+}
 
 
 def _joined(table: Mapping[tuple, Any]) -> dict[str, Any]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import re
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -43,6 +45,28 @@ def test_config_parses_json_and_derives_env_kwargs(tmp_path):
     assert cfg.make_env_kwargs() == {"max_steps": 5, "reward_mode": "progress"}
     assert cfg.tag_weights == {"format_error": 1.7}
     assert cfg.evolver_kwargs()["window"] == cfg.evolver_window
+
+
+def test_evolver_settings_have_one_source(tmp_path):
+    """Defaults, help and bounds of the evolver's settings live on Evolver; SEALConfig mirrors them."""
+    from dataclasses import fields
+
+    from seal_envs.core.evolver import SETTINGS, Evolver, setting_schema
+    from seal_trl.config import EVOLVER_FIELDS, SEALConfig
+
+    ours = {f.name: f for f in fields(SEALConfig)}
+    for f in fields(Evolver):
+        if f.name in SETTINGS:
+            mine = ours[EVOLVER_FIELDS[f.name]]
+            assert mine.default == f.default and f.metadata["help"] in mine.metadata["help"], f.name
+    assert set(setting_schema()["properties"]) == set(SETTINGS) == set(Evolver().state_dict()["config"])
+    cfg = config(tmp_path, evolver_window=3, curriculum_ema=0.25)
+    assert Evolver(**cfg.evolver_kwargs()).window == 3 and cfg.evolver_kwargs()["curriculum_ema"] == 0.25
+    for bad, fragment in (({"evolver_min_episodes": -1}, "min_episodes must be in [0, inf]"),
+                          ({"curriculum_ema": 1.5}, "curriculum_ema must be in [0, 1]"),
+                          ({"evolver_window": 0}, "window must be in [1, inf]")):
+        with pytest.raises(ValueError, match=re.escape(fragment)):
+            config(tmp_path, **bad)
 
 
 LABELS = [[{"label": "ok", "turn": 0}, {"label": "format_error", "turn": 0}],
