@@ -57,8 +57,8 @@ from .rollout import EpisodeResult, MultiTurnRollout
 if TYPE_CHECKING:
     from seal_envs.coevolution import CoEvolution
 
-__all__ = ["EnvPool", "PromptTasks", "env_reward", "gather_counts", "make_dataset", "make_rollout_func",
-           "make_sft_dataset", "reset_args", "rollout_output"]
+__all__ = ["EPISODE_COLUMN", "EnvPool", "PromptTasks", "env_reward", "gather_counts", "make_dataset",
+           "make_rollout_func", "make_sft_dataset", "play_batch", "reset_args", "rollout_output"]
 
 #: The columns that name a row's task (besides ``prompt`` and ``tools``).
 TASK_COLUMNS = ("seed", "env_id", "task_id", "task_index", "split")
@@ -212,6 +212,23 @@ class EnvPool:
         self.envs = []
 
 
+#: The rollout column that carries each row's whole :class:`~seal_trl.rollout.EpisodeResult`: TRL
+#: merges a rollout's extra columns into the rows it hands back, so a trainer reads the episodes there.
+EPISODE_COLUMN = "seal_episode"
+
+
+def play_batch(rollout: MultiTurnRollout, envs: Sequence[Any], rows: Sequence[Mapping[str, Any]],
+               coevolution: CoEvolution | None = None, *, curriculum: bool = False) -> list[EpisodeResult]:
+    """One generation batch, for ``SEALGRPOTrainer`` and the stock ``rollout_func`` alike: the
+    co-evolution's surface on the envs (evaluation envs keep the canonical one), env ``i`` reset to
+    row ``i``'s task (``curriculum``: to a task the env's weights pick from the row's seed), then the
+    batched multi-turn rollout."""
+    if coevolution is not None:
+        coevolution.apply(envs)
+    resets = [reset_args(row, curriculum) for row in rows]
+    return rollout.run(list(envs), [s for s, _ in resets], [o for _, o in resets])
+
+
 def rollout_output(results: Sequence[EpisodeResult]) -> dict[str, Any]:
     """TRL's ``rollout_func`` dict for finished episodes (one per prompt, in order)."""
     with_logprobs = bool(results) and results[0].logprobs is not None
@@ -227,6 +244,7 @@ def rollout_output(results: Sequence[EpisodeResult]) -> dict[str, Any]:
         "seal_passed": [r.passed for r in results],
         "seal_num_steps": [r.num_steps for r in results],
         "seal_task_id": [r.info.get("task_id") for r in results],
+        EPISODE_COLUMN: list(results),
     }
 
 
@@ -282,10 +300,8 @@ def make_rollout_func(env_id: str = "seal/ToolUse-v0", *, env_kwargs: Mapping[st
         evolving = coevolution is not None and bool(trainer.model.training)
         evaluating = coevolution is not None and not evolving
         envs = (eval_pool if evaluating else pool).get(len(prompts))
-        if evolving:
-            coevolution.apply(envs)
-        resets = [reset_args(prompt_tasks(p), curriculum and not evaluating) for p in prompts]
-        results = state["rollout"].run(envs, [s for s, _ in resets], [o for _, o in resets])
+        results = play_batch(state["rollout"], envs, [prompt_tasks(p) for p in prompts],
+                             coevolution if evolving else None, curriculum=curriculum and not evaluating)
         if on_results is not None:
             on_results(results)
         if evolving and coevolution.active:

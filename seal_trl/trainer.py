@@ -37,7 +37,7 @@ from seal_envs.run_folder import (SEAL_STATE_FILE, TRAINER_LABEL_PREFIX, TRAINER
 
 from .algorithms import resolve_advantage_fn
 from .config import SEALConfig
-from .data import EnvPool, PromptTasks, env_reward, make_dataset, reset_args, rollout_output
+from .data import EPISODE_COLUMN, EnvPool, PromptTasks, env_reward, make_dataset, play_batch, rollout_output
 from .generation import sync_active_fn, trainer_generate_fn
 from .token_weigher import TokenWeigher
 from .generate_fn import GenerateFn
@@ -84,7 +84,6 @@ class SEALGRPOTrainer(GRPOTrainer):
         self._seal_rollout: MultiTurnRollout | None = None
         self._seal_rows: list[dict[str, Any]] | None = None
         self._seal_prompt_tasks: PromptTasks | None = None
-        self._seal_results: list[EpisodeResult] = []
         self.seal_prefix_stats: Counter = Counter()  # seal_trl.prefix_loss: rows shared / plain, fallbacks
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
@@ -114,20 +113,15 @@ class SEALGRPOTrainer(GRPOTrainer):
             if self._seal_prompt_tasks is None:
                 self._seal_prompt_tasks = PromptTasks(self.train_dataset, self.eval_dataset)
             rows = [self._seal_prompt_tasks(p) for p in prompts]
-        tasks = rows
         mode = "train" if self.model.training else "eval"
         envs = self.seal_pools[mode].get(len(prompts))
-        self.seal_coevolution.apply(envs)
         filtering = mode == "train" and self.seal_tasks is not None
-        tasks = self._seal_prefilter(list(tasks)) if filtering else tasks
-        self._seal_results = self._seal_run(envs, tasks, mode == "train")
+        tasks = self._seal_prefilter(list(rows)) if filtering else rows
+        results = play_batch(self.seal_rollout, envs, tasks, self.seal_coevolution,
+                             curriculum=self.args.curriculum and mode == "train")
         if filtering:
-            self._seal_resample(envs, list(tasks))
-        return rollout_output(self._seal_results)
-
-    def _seal_run(self, envs: list[Any], tasks: list[dict[str, Any]], train: bool) -> list[EpisodeResult]:
-        resets = [reset_args(row, self.args.curriculum and train) for row in tasks]
-        return self.seal_rollout.run(envs, [s for s, _ in resets], [o for _, o in resets])
+            self._seal_resample(envs, list(tasks), results)
+        return rollout_output(results)
 
     # -- which tasks a batch plays (seal_trl.sampling) ----------------------------------------
     def _seal_prefilter(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -142,9 +136,10 @@ class SEALGRPOTrainer(GRPOTrainer):
         self._metrics["train"]["seal/sampling/skipped_groups"].append(float(len(fresh)))
         return tasks
 
-    def _seal_resample(self, envs: list[Any], tasks: list[dict[str, Any]]) -> None:
-        """Record every group's outcome; replay groups with equal rewards on other tasks (DAPO)."""
-        results, step = self._seal_results, self.state.global_step
+    def _seal_resample(self, envs: list[Any], tasks: list[dict[str, Any]], results: list[EpisodeResult]) -> None:
+        """Record every group's outcome; replay groups with equal rewards on other tasks (DAPO), in
+        ``results``' place."""
+        step = self.state.global_step
         keys = [t.get("task_id") for t in tasks]
         groups = group_slices(keys, self.num_generations) or []
         replayed = 0
@@ -161,7 +156,9 @@ class SEALGRPOTrainer(GRPOTrainer):
             for g, key in zip(uniform, fresh):
                 keys[g] = [key] * (g.stop - g.start)
                 tasks[g] = [self.seal_task_rows[key]] * (g.stop - g.start)
-            for i, result in zip(slots, self._seal_run([envs[i] for i in slots], [tasks[i] for i in slots], True)):
+            replays = play_batch(self.seal_rollout, [envs[i] for i in slots], [tasks[i] for i in slots],
+                                 curriculum=self.args.curriculum)
+            for i, result in zip(slots, replays):
                 results[i] = result
             replayed += len(fresh)
         metrics = self._metrics["train"]
@@ -179,39 +176,40 @@ class SEALGRPOTrainer(GRPOTrainer):
         finally:
             self._seal_rows = None
         mode = "train" if self.model.training else "eval"
-        results = self._seal_results
+        results = [row[EPISODE_COLUMN] for row in inputs]  # TRL merged the rollout's columns into its rows
         counts, rewards = self.seal_weigher.tag_stats([r.step_labels for r in results],
                                                       [r.info.get("official_turn_tags") for r in results],
                                                       [r.reward for r in results])
-        stats = self._seal_gather({"tags": counts, "tag_rewards": rewards,
-                                   "pending": CoEvolution.count(r.info for r in results)
-                                   if mode == "train" and self.seal_coevolution.active else {}})
+        stats = self._seal_gather({  # the one collective call of a SEAL step
+            "tags": counts, "tag_rewards": rewards, "episodes": episode_counts(results),
+            "pending": CoEvolution.count(r.info for r in results) if mode == "train" and self.seal_coevolution.active
+            else {},
+            "rewards": [float(r.reward) for r in results]})
         if mode == "train":
             self.seal_weigher.observe(stats["tags"], stats["tag_rewards"], epoch=int(self.state.epoch or 0))
             if self.seal_weigher.dynamic is not None:
                 for tag, weight in self.seal_weigher.dynamic.active.items():
                     self._metrics[mode][f"seal/tag_weight/{tag}"].append(weight)
         if self.seal_advantage_fn is not None:
-            output["advantages"] = self._seal_advantages(results, output["advantages"], mode)
+            output["advantages"] = self._seal_advantages(stats["rewards"], len(results), output["advantages"], mode)
         weights, index = self._seal_token_weights(results, output)
         output["seal_base_advantages"] = output["advantages"].clone()
         output["advantages"] = output["advantages"].unsqueeze(1) * weights
         output["seal_token_weights"] = weights
-        self._seal_log(mode, results, weights, index)
+        self._seal_log(mode, stats, results, weights, index)
         if mode == "train" and self.seal_coevolution.active:
             patches = self.seal_coevolution.step(stats["pending"])
             self._metrics[mode]["seal/evolution_patches"].append(float(len(patches)))
         return output
 
-    def _seal_advantages(self, results: list[EpisodeResult], like: torch.Tensor, mode: str) -> torch.Tensor:
-        """``advantage_fn`` of every process's groups (TRL lays groups out over the gathered batch),
-        this process's slice of it."""
-        local = torch.tensor([float(r.reward) for r in results], dtype=torch.float32, device=like.device)
-        everyone = self.accelerator.gather(local) if self.accelerator.num_processes > 1 else local
+    def _seal_advantages(self, rewards: list[float], local: int, like: torch.Tensor, mode: str) -> torch.Tensor:
+        """``advantage_fn`` of every process's groups (``rewards`` in rank order: TRL lays groups
+        out over the gathered batch), this process's slice of it."""
         group = self.num_generations if mode == "train" else self.num_generations_eval
+        everyone = torch.tensor(rewards, dtype=torch.float32, device=like.device)
         advantages = self.seal_advantage_fn(everyone.view(-1, group)).reshape(-1)
-        start = self.accelerator.process_index * len(results)
-        return advantages[start:start + len(results)].to(like.dtype)
+        start = self.accelerator.process_index * local
+        return advantages[start:start + local].to(like.dtype)
 
     def _seal_token_weights(self, results: list[EpisodeResult],
                             output: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -228,42 +226,35 @@ class SEALGRPOTrainer(GRPOTrainer):
         return weights * output["completion_mask"].to(weights.dtype), index
 
     def _seal_gather(self, local: dict[str, Any]) -> dict[str, Any]:
-        """Sum per-key counters over processes (``gather_object`` keeps rank order)."""
-        if self.accelerator.num_processes == 1:
-            return {"tags": Counter(local["tags"]), "tag_rewards": Counter(local["tag_rewards"]),
-                    "pending": [local["pending"]]}
-        from accelerate.utils import gather_object
-
-        gathered = gather_object([local])
-        tags: Counter = Counter()
-        tag_rewards: Counter = Counter()
-        for part in gathered:
-            tags.update(part["tags"])
-            tag_rewards.update(part["tag_rewards"])
-        return {"tags": tags, "tag_rewards": tag_rewards, "pending": [part["pending"] for part in gathered]}
-
-    # -- logging ----------------------------------------------------------------------------
-    def _seal_log(self, mode: str, results: list[EpisodeResult], weights: torch.Tensor, index: torch.Tensor) -> None:
-        local = {"n": len(results), "passed": sum(r.passed for r in results),
-                 "progress": sum(float(r.info.get("verdict", {}).get("progress", 0.0)) for r in results),
-                 "labels": Counter(), "w_sum": Counter(), "w_n": Counter()}
-        for b, r in enumerate(results):
-            for k, label in enumerate(r.step_labels):
-                name = label["label"]
-                local["labels"][name] += 1
-                tokens = index[b] == k
-                if bool(tokens.any()):
-                    local["w_sum"][name] += float(weights[b][tokens].mean())
-                    local["w_n"][name] += 1
+        """Every process's statistics of the batch in one ``gather_object`` (rank order): the
+        counters summed, ``pending`` (the co-evolution's counts) as a list per process, ``rewards``
+        concatenated."""
         parts = [local]
         if self.accelerator.num_processes > 1:
             from accelerate.utils import gather_object
 
             parts = gather_object([local])
-        total = {k: sum(p[k] for p in parts) for k in ("n", "passed", "progress")}
-        labels, w_sum, w_n = Counter(), Counter(), Counter()
-        for p in parts:
-            labels.update(p["labels"]), w_sum.update(p["w_sum"]), w_n.update(p["w_n"])
+        total = {key: Counter() for key in ("tags", "tag_rewards", "episodes")}
+        for part in parts:
+            for key, counter in total.items():
+                counter.update(part[key])
+        return {**total, "pending": [part["pending"] for part in parts],
+                "rewards": [r for part in parts for r in part["rewards"]]}
+
+    # -- logging ----------------------------------------------------------------------------
+    def _seal_log(self, mode: str, stats: dict[str, Any], results: list[EpisodeResult], weights: torch.Tensor,
+                  index: torch.Tensor) -> None:
+        """Success, progress and label shares of every process's episodes (``stats``); the mean
+        weight per label of this process's (weights exist only after the one gather)."""
+        total = stats["episodes"]
+        labels = Counter({k[len("label/"):]: v for k, v in total.items() if k.startswith("label/")})
+        w_sum, w_n = Counter(), Counter()
+        for b, r in enumerate(results):
+            for k, label in enumerate(r.step_labels):
+                tokens = index[b] == k
+                if bool(tokens.any()):
+                    w_sum[label["label"]] += float(weights[b][tokens].mean())
+                    w_n[label["label"]] += 1
         metrics = self._metrics[mode]
         metrics[TRAINER_SUCCESS].append(total["passed"] / max(total["n"], 1))
         metrics[TRAINER_PROGRESS].append(total["progress"] / max(total["n"], 1))
@@ -388,6 +379,15 @@ def read_seal_state(path: str, allow_missing: bool = False) -> dict[str, Any] | 
         raise StateFileError(f"SEAL state file {path} is missing: the checkpoint holds no evolver or surface "
                              "state. Set resume_without_seal_state=True to resume with fresh ones.")
     return check_seal_state(read_json(path, "SEAL state"), f"SEAL state file {path}")
+
+
+def episode_counts(results: list[EpisodeResult]) -> Counter:
+    """What a process's episodes add to the logged totals: episodes, passed, progress, and the
+    count of every step label (``label/<name>``)."""
+    counts = Counter({"n": len(results), "passed": sum(r.passed for r in results),
+                      "progress": sum(float(r.info.get("verdict", {}).get("progress", 0.0)) for r in results)})
+    counts.update(f"label/{d['label']}" for r in results for d in r.step_labels)
+    return counts
 
 
 def _task_memory(args: SEALConfig, dataset: Any) -> tuple[TaskMemory | None, dict[str, dict[str, Any]]]:

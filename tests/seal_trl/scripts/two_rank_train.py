@@ -33,13 +33,22 @@ def engine_probe(trainer, tok) -> dict:
             "reused": gen.engine.stats["reused"], "left": gen.engine.cached_tokens}
 
 
+class LastRows(SEALGRPOTrainer):
+    """Keeps the rows of the last generation batch, with the rollout's columns TRL merged in."""
+
+    def _generate_and_score_completions(self, inputs):
+        out = super()._generate_and_score_completions(inputs)
+        self.last_rows = inputs
+        return out
+
+
 def main(out: Path) -> None:
     tok = build_tiny_tokenizer()
     args = cpu_args(out, per_device_train_batch_size=2, num_generations=2, max_steps=2, weighting="step",
                     evolver_raise_threshold=0.2, evolver_fade_threshold=0.0, budget_normalize=True,
                     ddp_backend="gloo")
-    trainer = SEALGRPOTrainer(model=small_model(tok), args=args, train_dataset=make_dataset(num_rows=8),
-                              processing_class=tok)
+    trainer = LastRows(model=small_model(tok), args=args, train_dataset=make_dataset(num_rows=8),
+                       processing_class=tok)
     policy = RankPolicy(tok, trainer.accelerator.process_index)
     trainer._seal_generate_fn = policy
     policy.rollout = trainer.seal_rollout
@@ -47,7 +56,8 @@ def main(out: Path) -> None:
     state = {"engine": engine_probe(trainer, tok), "rank": trainer.accelerator.process_index, "world": trainer.accelerator.num_processes,
              "step": trainer.state.global_step, "surface": trainer.seal_coevolution.surface.to_json(),
              "evolver": trainer.seal_coevolution.evolver.to_json(), "generate_calls": policy.calls,
-             "labels": sorted({d["label"] for r in trainer._seal_results for d in r.step_labels})}
+             "labels": sorted({d["label"] for row in trainer.last_rows for labels in [row["seal_step_labels"]]
+                               for d in labels})}
     (out / f"rank{state['rank']}.json").write_text(json.dumps(state))
 
 
