@@ -41,7 +41,7 @@ def batch(tok, groups: int, generations: int, lo: int, hi: int, seed: int):
     import gymnasium as gym
 
     import seal_envs  # noqa: F401
-    from seal_trl.chat import make_renderer
+    from seal_trl.play.chat import make_renderer
 
     renderer = make_renderer(tok, [tok.eos_token_id])
     env = gym.make("seal/ToolUse-v0", domains=("bank",))
@@ -103,14 +103,14 @@ def step(model, fn, prompts, completions, pad, advantages):
 def trainer_steps(shared: bool, steps: int, out: str, seed: int = 0, warmstart: str | None = None) -> list[dict[str, float]]:
     """``steps`` GRPO steps of the efficacy RL setting; per step: wall and CPU seconds of the step,
     the rollout and the scoring (rollout included), the loss, and the shared-prefix row counts."""
-    from seal_trl.config import SEALConfig
-    from seal_trl.tiny import build_tiny_model, build_tiny_tokenizer
-    from seal_trl.train import rl_dataset
-    from seal_trl.trainer import SEALGRPOTrainer
+    from seal_trl.training.config import SEALConfig
+    from seal_trl.agent.tiny import build_tiny_model, build_tiny_tokenizer
+    from seal_trl.training.train import rl_dataset
+    from seal_trl.training.trainer import SEALGRPOTrainer
     from transformers import TrainerCallback
 
     if warmstart:  # a `seal warmstart` folder: the study's real starting point (longer, multi-turn episodes)
-        from seal_trl.warmstart import load_warmstart
+        from seal_trl.agent.warmstart import load_warmstart
 
         model, tok = load_warmstart(Path(warmstart))
     else:
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> None:
 
     import torch
 
-    from seal_trl.tiny import build_tiny_model, build_tiny_tokenizer
+    from seal_trl.agent.tiny import build_tiny_model, build_tiny_tokenizer
 
     torch.set_num_threads(a.threads)
     tok = build_tiny_tokenizer()

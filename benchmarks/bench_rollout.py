@@ -3,14 +3,14 @@
     python benchmarks/bench_rollout.py [--episodes 32] [--max-episode-steps 4] [--max-new-tokens 32]
                                        [--repeat 1] [--threads 1]
 
-All three use :class:`seal_trl.rollout.MultiTurnRollout`, the same model (the offline tiny Llama
-of ``seal_trl.tiny``, greedy decoding), the same envs and the same seeds:
+All three use :class:`seal_trl.play.rollout.MultiTurnRollout`, the same model (the offline tiny Llama
+of ``seal_trl.agent.tiny``, greedy decoding), the same envs and the same seeds:
 
 - **sequential**: ``run`` with one episode, once per episode, ``model.generate`` on the whole
-  conversation each turn (:func:`seal_trl.rollout.padded_generate_fn`; one prompt, so no padding);
+  conversation each turn (:func:`seal_trl.play.rollout.padded_generate_fn`; one prompt, so no padding);
 - **batched**: one ``run`` over all episodes with the same function: one left-padded
   ``generate`` per turn for every episode still running (the HF path before the engine);
-- **cached**: one ``run`` with :class:`seal_trl.engine.KVCacheEngine` (what a model gets now):
+- **cached**: one ``run`` with :class:`seal_trl.play.engine.KVCacheEngine` (what a model gets now):
   each episode's KV cache kept across turns, shared prompt prefixes encoded once, new tokens
   prefilled unpadded, one decode batch.
 
@@ -79,9 +79,9 @@ def child(a: argparse.Namespace) -> dict:
     import torch
 
     import seal_envs  # noqa: F401  (registers the ids)
-    from seal_trl.generate_fn import padded_generate_fn
-    from seal_trl.rollout import MultiTurnRollout, hf_generate_fn
-    from seal_trl.tiny import load_model_and_tokenizer
+    from seal_trl.play.generate_fn import padded_generate_fn
+    from seal_trl.play.rollout import MultiTurnRollout, hf_generate_fn
+    from seal_trl.agent.tiny import load_model_and_tokenizer
 
     if a.threads:
         torch.set_num_threads(a.threads)

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_trainer.py [--rounds 3] [--steps 3] [--warmup 1] [--batch 8] [--threads 1]
 
-Every variant trains the same tiny Llama (``seal_trl.tiny.build_tiny_model``, same seed; 32 wide
+Every variant trains the same tiny Llama (``seal_trl.agent.tiny.build_tiny_model``, same seed; 32 wide
 and 1 layer by default) on the same dataset rows (``make_dataset``) with the same TRL settings, and
 plays its episodes with the same **scripted** generate function (an env-aware policy as in the
 tests: by env slot, follow the oracle, make one malformed call first, or give up), so generation
@@ -92,7 +92,7 @@ class ScriptedPolicy:
         return self.agents[id(env)].act(env, {"user_turn": base.user_turn})
 
     def __call__(self, prompts, max_new_tokens):
-        from seal_trl.generate_fn import Generation
+        from seal_trl.play.generate_fn import Generation
 
         envs = self.envs_fn()
         assert len(envs) == len(prompts)
@@ -105,10 +105,10 @@ def build(variant: str, a, tok, dataset, out: str, clock: Clock):
     from transformers import TrainerCallback
 
     from seal_envs import CoEvolution
-    from seal_trl.config import SEALConfig
-    from seal_trl.data import env_reward, make_rollout_func
-    from seal_trl.tiny import build_tiny_model
-    from seal_trl.trainer import SEALGRPOTrainer
+    from seal_trl.training.config import SEALConfig
+    from seal_trl.play.data import env_reward, make_rollout_func
+    from seal_trl.agent.tiny import build_tiny_model
+    from seal_trl.training.trainer import SEALGRPOTrainer
 
     common = dict(output_dir=out, use_cpu=True, bf16=False, activation_checkpointing=False, report_to="none",
                   save_strategy="no", logging_steps=1, learning_rate=1e-5, max_steps=a.warmup + a.steps, seed=0,
@@ -271,8 +271,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--max-completion-length", type=int, default=512, help="whole episode")
     p.add_argument("--hidden", type=int, default=32,
                    help="tiny Llama width (32: the test suite's small model, so the loss is as cheap as it gets and "
-                        "the trainer's own overhead as large a share as it can be; seal_trl.tiny's default is 128)")
-    p.add_argument("--layers", type=int, default=1, help="tiny Llama layers (seal_trl.tiny's default is 4)")
+                        "the trainer's own overhead as large a share as it can be; seal_trl.agent.tiny's default is 128)")
+    p.add_argument("--layers", type=int, default=1, help="tiny Llama layers (seal_trl.agent.tiny's default is 4)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads (0: torch's default, one per core). 1 by default: on cores shared with other "
                         "jobs one thread was faster and far steadier than two (docs/benchmarks.md)")
@@ -285,8 +285,8 @@ def main(argv: list[str] | None = None) -> None:
     import torch
     from transformers import PrinterCallback
 
-    from seal_trl.data import make_dataset
-    from seal_trl.tiny import build_tiny_tokenizer
+    from seal_trl.play.data import make_dataset
+    from seal_trl.agent.tiny import build_tiny_tokenizer
 
     if a.threads:
         torch.set_num_threads(a.threads)

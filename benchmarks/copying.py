@@ -6,7 +6,7 @@ The shipped agent writes ``sms`` for every alert on held-out tasks: its probabil
 channel is a third whatever the request says (``python -m benchmarks.failures --choice
 set_alert.channel``), and GRPO aimed at those tasks did not change that (docs/benchmarks.md,
 fourth round). Its SFT saw 6,400 tasks about four times each and ended at loss 0.0001: it
-memorised them. This continues its SFT (``seal_trl.warmstart``, the shipped recipe's settings, a
+memorised them. This continues its SFT (``seal_trl.agent.warmstart``, the shipped recipe's settings, a
 second schedule from its weights) on ``--extra-tasks`` generated train-phrasing tasks, most of
 them new to it, for ``--steps`` steps, fewer sequences than tasks so that nothing repeats much;
 then it measures, for the shipped agent and the result side by side, the channel probabilities
@@ -27,7 +27,7 @@ ENV = "seal/ToolUse-Bank-v0"
 
 def measure(model, tokenizer, tasks: int) -> dict:
     from benchmarks.failures import choice_probabilities
-    from seal_trl.policy_eval import evaluate_policy
+    from seal_trl.agent.policy_eval import evaluate_policy
 
     model.eval()
     rows = choice_probabilities(model, tokenizer, ENV, "test", tasks, "set_alert", "channel")
@@ -49,9 +49,9 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     import torch
 
-    from seal_trl.checkpoint import DEFAULT_CHECKPOINT, DEFAULT_WARMSTART
-    from seal_trl.tiny import load_model_and_tokenizer
-    from seal_trl.warmstart import load_warmstart, train_warmstart
+    from seal_trl.agent.checkpoint import DEFAULT_CHECKPOINT, DEFAULT_WARMSTART
+    from seal_trl.agent.tiny import load_model_and_tokenizer
+    from seal_trl.agent.warmstart import load_warmstart, train_warmstart
 
     torch.set_num_threads(args.threads)
     start = time.perf_counter()

@@ -7,7 +7,7 @@ RL can only teach where sampled success on a task is strictly between 0 and 1 (a
 with mixed rewards), and it pays most where greedy success is still low: the cusp of a skill.
 This plays the first ``--tasks`` held-out test tasks (difficulties cycle 1-4) with every
 snapshot ``step-NNNNN`` of a ``seal warmstart --save-every`` run, once greedily and ``--samples``
-times at temperature 1.0 (the evaluation budget of :mod:`seal_trl.checkpoint`), and writes per
+times at temperature 1.0 (the evaluation budget of :mod:`seal_trl.agent.checkpoint`), and writes per
 snapshot: greedy and sampled success by difficulty and the share of tasks whose samples disagree.
 Results are kept per snapshot in ``--out/cusp.json`` (a rerun skips what is there); the table is
 ``cusp.md`` and the plot ``cusp.png``.

@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
         tool, _, arg = args.choice.partition(".")
         if not arg:
             p.error("--choice is TOOL.ARG, e.g. set_alert.channel")
-        from seal_trl.tiny import load_model_and_tokenizer
+        from seal_trl.agent.tiny import load_model_and_tokenizer
 
         model, tokenizer = load_model_and_tokenizer(args.model)
         model.eval()

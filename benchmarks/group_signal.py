@@ -5,7 +5,7 @@
 
 A GRPO group carries a gradient only when its rewards differ, so a task is useful to RL only
 when some samples pass and some fail. This plays every task of the first ``--limit`` of a split
-``--samples`` times (canonical surface, the evaluation budget of :mod:`seal_trl.checkpoint`) and
+``--samples`` times (canonical surface, the evaluation budget of :mod:`seal_trl.agent.checkpoint`) and
 prints, per difficulty, the mean success and how many tasks always fail, always pass or are
 mixed. With ``--temperature 0 --samples 1`` it is the greedy evaluation by difficulty (which
 tasks fail is written to ``--out`` as JSON). About 1 minute per 200 greedy episodes on one
@@ -25,9 +25,9 @@ def outcomes(model_id: str, split: str, limit: int, samples: int, temperature: f
              env_id: str) -> dict[str, tuple[int, list[bool]]]:
     """``{task_id: (difficulty, [passed of each sample])}``."""
     from seal_envs.eval import evaluate
-    from seal_trl.agents import HFBatchAgent
-    from seal_trl.checkpoint import EVAL_SETTINGS
-    from seal_trl.tiny import load_model_and_tokenizer
+    from seal_trl.agent.agents import HFBatchAgent
+    from seal_trl.agent.checkpoint import EVAL_SETTINGS
+    from seal_trl.agent.tiny import load_model_and_tokenizer
 
     model, tokenizer = load_model_and_tokenizer(model_id)
     model.eval()

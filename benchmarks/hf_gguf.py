@@ -67,7 +67,7 @@ def per_difficulty(result) -> dict[int, float]:
 
 def measure(spec: str, indices: list[int], args) -> dict:
     from seal_envs.eval import evaluate
-    from seal_trl.agents import HFBatchAgent
+    from seal_trl.agent.agents import HFBatchAgent
 
     t0 = time.perf_counter()
     sampler = HFBatchAgent(spec, temperature=1.0, max_new_tokens=args.max_new_tokens, device="cpu")

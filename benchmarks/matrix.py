@@ -4,7 +4,7 @@
     python -m benchmarks.matrix --out runs/matrix                         # 7 x 2 x 3 runs, about 2.5 h
     python -m benchmarks.matrix --out runs/matrix --report-only           # matrix.md and matrix.png again
 
-Each cell is ``seal train`` with one algorithm of :data:`seal_trl.algorithms.ALGORITHMS` (or a
+Each cell is ``seal train`` with one algorithm of :data:`seal_trl.training.algorithms.ALGORITHMS` (or a
 trainer config of your own: a YAML file of ``seal train`` flags and SEALConfig fields, such as
 ``advantage_fn: mypackage.advantages:my_fn``) on top of the recipe, on the ``static`` canonical
 surface or the ``evolving`` one (CoEvolution at thresholds that fire for the shipped agent: raise
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from benchmarks import sweep
 from seal_envs.run_folder import EVALUATION_FILE
-from seal_trl.algorithms import ALGORITHMS
+from seal_trl.training.algorithms import ALGORITHMS
 
 ENVIRONMENTS: dict[str, list[str]] = {
     "static": [],

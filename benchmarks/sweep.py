@@ -33,7 +33,7 @@ from pathlib import Path
 
 from seal_envs.run_folder import EVALUATION_FILE, METRICS_FILE
 
-#: Flags on top of ``seal train``'s defaults (seal_trl.train.RECIPE) of the day each round ran:
+#: Flags on top of ``seal train``'s defaults (seal_trl.training.train.RECIPE) of the day each round ran:
 #: the defaults moved twice (16 updates and KL 0.04 after the second round; step weighting after
 #: the efficacy arms), and docs/benchmarks.md states each round's. The arms spell their weighting.
 VARIANTS: dict[str, list[str]] = {

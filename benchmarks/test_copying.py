@@ -3,7 +3,7 @@
 
 def test_measure_reads_the_channel_choice_and_greedy_success():
     from benchmarks.copying import measure
-    from seal_trl.tiny import load_model_and_tokenizer
+    from seal_trl.agent.tiny import load_model_and_tokenizer
 
     model, tokenizer = load_model_and_tokenizer("default")
     result = measure(model, tokenizer, 12)

@@ -16,7 +16,7 @@ def test_summarize_counts_success_by_difficulty_and_mixed_tasks():
 
 def test_scan_of_snapshots_writes_table_and_resumes(tmp_path, capsys):
     pytest.importorskip("torch")
-    from seal_trl.warmstart import WarmStartConfig, train_warmstart
+    from seal_trl.agent.warmstart import WarmStartConfig, train_warmstart
 
     cfg = WarmStartConfig(num_tasks=4, minutes=None, max_steps=2, hidden_size=32, num_layers=1, num_heads=2,
                           batch_size=2, warmup_steps=1, difficulties=(1,), domains=("bank",), bf16=False)

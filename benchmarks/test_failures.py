@@ -32,7 +32,7 @@ def test_tally_names_the_wrong_argument_and_what_was_written():
 
 def test_choice_scores_every_allowed_value_where_the_reference_writes_it():
     from benchmarks.failures import choice_markdown, choice_probabilities
-    from seal_trl.tiny import load_model_and_tokenizer
+    from seal_trl.agent.tiny import load_model_and_tokenizer
 
     model, tokenizer = load_model_and_tokenizer("default")
     rows = choice_probabilities(model.eval(), tokenizer, "seal/ToolUse-Bank-v0", "test", 24, "set_alert", "channel")

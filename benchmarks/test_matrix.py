@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import matrix, sweep
-from seal_trl.algorithms import ALGORITHMS
+from seal_trl.training.algorithms import ALGORITHMS
 
 
 def test_every_algorithm_on_both_environments_paired_against_static_grpo():
@@ -23,14 +23,14 @@ def test_every_algorithm_on_both_environments_paired_against_static_grpo():
 
 def test_a_users_algorithm_is_a_yaml_trainer_config(tmp_path):
     from seal_cli.main import _parse, build_parser
-    from seal_trl.train import seal_config
+    from seal_trl.training.train import seal_config
 
     mine = tmp_path / "mean_baseline_dapo.yaml"
-    mine.write_text("loss_type: dapo\nadvantage_fn: seal_trl.algorithms:mean_baseline\nweighting: none\n")
+    mine.write_text("loss_type: dapo\nadvantage_fn: seal_trl.training.algorithms:mean_baseline\nweighting: none\n")
     args = matrix.parse_args(["--algorithms", "grpo", str(mine), "--environments", "static"])
     assert set(args.cells) == {"grpo.static", "mean_baseline_dapo.static"}
     flags = args.cells["mean_baseline_dapo.static"]
     config = seal_config(_parse(build_parser(), ["train", *flags])[0])
-    assert (config.advantage_fn, config.loss_type, config.weighting) == ("seal_trl.algorithms:mean_baseline", "dapo", "none")
+    assert (config.advantage_fn, config.loss_type, config.weighting) == ("seal_trl.training.algorithms:mean_baseline", "dapo", "none")
     with pytest.raises(SystemExit):
         matrix.parse_args(["--algorithms", "ppo"])

@@ -9,8 +9,8 @@ import math
 from typing import Any
 
 from seal_cli.common import add_mcp_arguments
-from seal_trl.algorithms import ALGORITHMS  # plain data; loads no torch
-from seal_trl.train import RECIPE  # the recipe's numbers; importing seal_trl.train loads no torch
+from seal_trl.training.algorithms import ALGORITHMS  # plain data; loads no torch
+from seal_trl.training.train import RECIPE  # the recipe's numbers; importing seal_trl.training.train loads no torch
 
 
 def _at_least(minimum: int):
@@ -89,7 +89,7 @@ def _config_fields() -> set[str] | None:
     try:
         import dataclasses
 
-        from seal_trl.config import SEALConfig
+        from seal_trl.training.config import SEALConfig
     except ImportError:
         return None
     return {f.name for f in dataclasses.fields(SEALConfig)}
@@ -146,7 +146,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-tasks", type=non_negative_int, default=r["eval_tasks"],
                    help="held-out test tasks evaluated greedily before and after training (default %(default)s; 0: none)")
     p.add_argument("--algorithm", choices=sorted(ALGORITHMS), default=None,
-                   help="an RL algorithm of the matrix as its SEALConfig fields (seal_trl.algorithms): they win over "
+                   help="an RL algorithm of the matrix as its SEALConfig fields (seal_trl.training.algorithms): they win over "
                         "--loss-type and --weighting, and --set wins over them (default: the flags alone)")
     p.add_argument("--weighting", default=r["weighting"], choices=["none", "trajectory", "step"],
                    help="SEAL's advantage reweighting from turn labels (default %(default)s; none = stock GRPO)")
@@ -221,13 +221,13 @@ def config_file_argv(parser: argparse.ArgumentParser, path: str) -> list[str]:
 
 def config_field_flags(extra: list[str]) -> list[tuple[str, Any]]:
     """``--FIELD VALUE`` arguments that ``seal train``'s own flags do not know, parsed by TRL's
-    ``TrlParser`` over :class:`~seal_trl.config.SEALConfig` (its types and choices): ``(field,
+    ``TrlParser`` over :class:`~seal_trl.training.config.SEALConfig` (its types and choices): ``(field,
     value)`` pairs for exactly the fields given. Anything else is an unrecognised argument."""
     if not extra:
         return []
     from trl import TrlParser
 
-    from seal_trl.config import SEALConfig
+    from seal_trl.training.config import SEALConfig
 
     parser = TrlParser((SEALConfig,), exit_on_error=False)
     try:

@@ -117,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "trajectories) with provenance (about 40 min on 2 CPU cores at the defaults, an estimate "
                        "scaled from the shipped agent's two runs of 32 min each)")
     p.add_argument("--out", required=True, help="checkpoint folder (required; the shipped one is "
-                   "seal_trl/checkpoints/default)")
+                   "seal_trl/agent/checkpoints/default)")
     p.add_argument("--steps", type=positive_int, help="optimizer steps (default: the recipe's, 2000)")
     p.add_argument("--init", help="continue from this checkpoint folder (a second schedule) "
                    "(default: random weights)")
@@ -204,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not debug:  # a failed hub request is reported once, as our error line, not also as a hub warning
         os.environ.setdefault("HF_HUB_VERBOSITY", "error")
     if getattr(args, "quiet", False):  # no bar at all, the Hugging Face libraries' own included
-        from seal_trl.progress import silence_library_bars
+        from seal_trl.training.progress import silence_library_bars
 
         silence_library_bars()
     try:

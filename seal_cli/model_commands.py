@@ -14,9 +14,9 @@ from seal_cli.common import CLIError, check_env, check_out, mcp_env, print_json
 def cmd_eval(args: argparse.Namespace) -> int:
     import seal_envs  # noqa: F401
     from seal_envs.eval import evaluate
-    from seal_trl.agents import make_agent
+    from seal_trl.agent.agents import make_agent
 
-    from seal_trl.progress import progress_bar
+    from seal_trl.training.progress import progress_bar
 
     # everything that can be checked in a second is checked before the agent (a model) loads
     if args.n is not None and args.n < args.k:
@@ -82,7 +82,7 @@ def _call_format(env_id: str):
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from seal_trl.train import RECIPE, prepare_out, run
+    from seal_trl.training.train import RECIPE, prepare_out, run
 
     if args.server or args.tasks:  # your own tools: --env keeps its default unless named
         args.env, args.env_kwargs = mcp_env(args, None if args.env == RECIPE["env"] else args.env)
@@ -109,13 +109,13 @@ def cmd_warmstart(args: argparse.Namespace) -> int:
 
     import torch
 
-    from seal_trl.checkpoint import DEFAULT_WARMSTART, make_default_checkpoint
+    from seal_trl.agent.checkpoint import DEFAULT_WARMSTART, make_default_checkpoint
     torch.set_num_threads(args.threads)
     cfg = DEFAULT_WARMSTART if args.steps is None else dataclasses.replace(DEFAULT_WARMSTART, max_steps=args.steps)
     if args.init:
         cfg = dataclasses.replace(cfg, init_from=str(Path(args.init).resolve()))
     command = "seal warmstart " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["warmstart"] else None
-    from seal_trl.progress import progress_bar
+    from seal_trl.training.progress import progress_bar
 
     make_default_checkpoint(out, cfg, eval_tasks=args.eval_tasks, command=command,
                             bar=lambda desc, unit: progress_bar(desc, unit, args.quiet), save_every=args.save_every)

@@ -17,7 +17,7 @@ Agents come in two shapes:
   (:class:`~seal_envs.agents.OracleAgent`, :class:`~seal_envs.agents.RandomAgent`,
   :class:`~seal_envs.openai_agent.OpenAIChatAgent`): one agent per episode;
 - a *batch agent* with ``start(seeds)`` and ``act_batch(envs, infos, slots) -> actions``
-  (``seal_trl.agents.HFBatchAgent``): the episodes of a batch run in lockstep and the agent
+  (``seal_trl.agent.agents.HFBatchAgent``): the episodes of a batch run in lockstep and the agent
   answers all active ones at once (one ``generate`` call per turn).
   :class:`~seal_envs.agents.PerEpisodeAgents` turns a factory into one, and with ``concurrency > 1`` it asks the
   episodes' agents at the same time (an asyncio gather over a thread pool): what
@@ -87,7 +87,7 @@ def make_agent(spec: str, **options: Any) -> Callable[[int], Any] | BatchAgent:
     :class:`~seal_envs.openai_agent.OpenAIBatchAgent` with ``concurrency`` requests in flight,
     default :data:`~seal_envs.openai_agent.DEFAULT_CONCURRENCY`; the other ``options`` go to
     :class:`~seal_envs.openai_agent.OpenAIChatAgent`, ``tools_in_prompt`` among them). Local transformers models
-    (``hf:<model>``) need torch, so they live in ``seal_trl.agents.make_agent``, which takes every
+    (``hf:<model>``) need torch, so they live in ``seal_trl.agent.agents.make_agent``, which takes every
     spec. Unused ``options`` are ignored by the agents that take none.
     """
     from seal_envs.agents import OracleAgent, RandomAgent
@@ -105,7 +105,7 @@ def make_agent(spec: str, **options: Any) -> Callable[[int], Any] | BatchAgent:
         return OpenAIBatchAgent(base_url, model, concurrency=DEFAULT_CONCURRENCY if concurrency is None else concurrency,
                                 **keep)
     raise ValueError(f"unknown agent {spec!r}: use oracle, random or openai:<base url>#<model> "
-                     "(hf:<model> through seal_trl.agents.make_agent)")
+                     "(hf:<model> through seal_trl.agent.agents.make_agent)")
 
 
 # -- results -------------------------------------------------------------------------------

@@ -406,7 +406,7 @@ def test_eval_shows_a_progress_bar_unless_quiet():
 
 
 def test_progress_bar_callback(capsys):
-    from seal_trl.progress import progress_bar
+    from seal_trl.training.progress import progress_bar
 
     update = progress_bar("work", "step")
     for done in range(1, 4):

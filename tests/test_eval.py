@@ -212,8 +212,8 @@ def test_a_transcript_with_a_lone_surrogate_is_saved_and_read_back(tmp_path):
 def test_hf_tiny_agent_one_generate_call_per_round():
     """``--agent hf:tiny``: the CLI's options reach the agent; every round is one generate call."""
     pytest.importorskip("torch")
-    from seal_trl.agents import HFBatchAgent
-    from seal_trl.agents import make_agent as make_any_agent
+    from seal_trl.agent.agents import HFBatchAgent
+    from seal_trl.agent.agents import make_agent as make_any_agent
 
     agent = make_any_agent("hf:tiny", temperature=None, max_new_tokens=4, max_tokens=4, device="cpu")
     assert isinstance(agent, HFBatchAgent) and agent.name == "hf:tiny" and agent.max_new_tokens == 4

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .arms import ARMS, DESCRIPTIONS
-from seal_trl.policy_eval import std_error
+from seal_trl.agent.policy_eval import std_error
 
 
 def load_results(out: Path) -> dict[str, list[dict[str, Any]]]:

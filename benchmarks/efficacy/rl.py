@@ -15,9 +15,9 @@ from typing import Any, Callable
 
 from .arms import arm_overrides
 from seal_envs.run_folder import TRAINER_PROGRESS, TRAINER_SUCCESS
-from seal_trl.policy_eval import ENV_ID, evaluate_policy
+from seal_trl.agent.policy_eval import ENV_ID, evaluate_policy
 from .settings import EvalConfig, RLConfig
-from seal_trl.warmstart import load_warmstart
+from seal_trl.agent.warmstart import load_warmstart
 
 RESULT_FILE = "result.json"
 
@@ -27,7 +27,7 @@ def result_path(out: Path, arm: str, seed: int) -> Path:
 
 
 def rl_dataset(difficulties, domains: tuple[str, ...] | None = None) -> Any:
-    from seal_trl.train import rl_dataset as train_tasks
+    from seal_trl.training.train import rl_dataset as train_tasks
 
     return train_tasks(ENV_ID, tuple(difficulties), {"domains": domains})
 
@@ -53,8 +53,8 @@ def train_arm(arm: str, seed: int, out: Path, warm_dir: Path, rl: RLConfig, ev: 
               domains: tuple[str, ...] | None = None) -> dict[str, Any]:
     import torch
 
-    from seal_trl.config import SEALConfig
-    from seal_trl.trainer import SEALGRPOTrainer
+    from seal_trl.training.config import SEALConfig
+    from seal_trl.training.trainer import SEALGRPOTrainer
 
     path = result_path(out, arm, seed)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -32,10 +32,10 @@ def run_study(settings: StudySettings, out: Path, arms: Sequence[str] | None = N
               threads: int = 2, warmstart_only: bool = False) -> str:
     import torch
 
-    from seal_trl.policy_eval import evaluate_policy
+    from seal_trl.agent.policy_eval import evaluate_policy
     from .report import markdown, plot
     from .rl import result_path, rl_dataset, train_arm
-    from seal_trl.warmstart import load_warmstart, train_warmstart
+    from seal_trl.agent.warmstart import load_warmstart, train_warmstart
 
     torch.set_num_threads(max(1, threads))
     out = Path(out)

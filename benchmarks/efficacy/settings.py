@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from seal_trl.warmstart import WarmStartConfig
+from seal_trl.agent.warmstart import WarmStartConfig
 
 
 @dataclass

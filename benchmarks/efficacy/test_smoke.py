@@ -18,7 +18,7 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 def _micro():
     from benchmarks.efficacy.settings import EvalConfig, RLConfig, StudySettings
-    from seal_trl.warmstart import WarmStartConfig
+    from seal_trl.agent.warmstart import WarmStartConfig
 
     return StudySettings(
         name="micro",
@@ -88,9 +88,9 @@ def test_shared_prefix_loss_equals_full_sequence_loss():
     the plain full-sequence forward."""
     import torch
 
-    from seal_trl.warmstart import _batches, _collate, build_examples, oracle_conversations, \
+    from seal_trl.agent.warmstart import _batches, _collate, build_examples, oracle_conversations, \
         shared_prefix_loss
-    from seal_trl.tiny import build_tiny_model, build_tiny_tokenizer
+    from seal_trl.agent.tiny import build_tiny_model, build_tiny_tokenizer
 
     tokenizer = build_tiny_tokenizer()
     examples = build_examples(tokenizer, oracle_conversations(15, (1, 2, 3, 4)))
@@ -118,7 +118,7 @@ def test_shared_prefix_loss_equals_full_sequence_loss():
 
 def test_extra_warmstart_tasks_are_new_seeds_and_skip_held_out_requests(monkeypatch):
     import seal_envs.tasks as tasks
-    from seal_trl.warmstart import EXTRA_SEED, extra_conversations
+    from seal_trl.agent.warmstart import EXTRA_SEED, extra_conversations
 
     convs, dropped = extra_conversations(10)
     assert dropped == 0 and len(convs) == 10 and all(c["reward"] == 1.0 for c in convs)
@@ -137,7 +137,7 @@ def test_extra_warmstart_tasks_are_new_seeds_and_skip_held_out_requests(monkeypa
 
 def test_study_domains_restrict_warm_start_and_rl_tasks():
     from benchmarks.efficacy.rl import rl_dataset
-    from seal_trl.warmstart import extra_conversations, oracle_conversations
+    from seal_trl.agent.warmstart import extra_conversations, oracle_conversations
 
     convs, _ = extra_conversations(4, domains=("files",))
     assert {c["task_id"].split("/")[0] for c in convs} == {"files"}

@@ -41,7 +41,7 @@ _XML_PARAMETER = re.compile(r"<parameter=([^>\n]+)>(.*?)(</parameter>|$)", re.DO
 _MISTRAL_V11 = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*[\w\-]*\s*)?\[ARGS\]")
 PYTHON_TAG = "<|python_tag|>"
 TOOL_CALLS = "[TOOL_CALLS]"
-# Tokens some tokenizers mark special that carry a call: decoding must keep them (seal_trl.chat).
+# Tokens some tokenizers mark special that carry a call: decoding must keep them (seal_trl.play.chat).
 CALL_MARKER_TOKENS = (PYTHON_TAG, TOOL_CALLS, "[ARGS]", "[CALL_ID]", "<tool_call>", "</tool_call>")
 
 

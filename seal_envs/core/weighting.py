@@ -2,7 +2,7 @@
 
 Why here, in ``core`` (pure Python plus numpy, no torch): every trainer that wants SEAL's credit
 assignment needs the same arithmetic. ``SEALGRPOTrainer`` (through
-:class:`seal_trl.token_weigher.TokenWeigher`) and the framework adapters of
+:class:`seal_trl.weighting.token_weigher.TokenWeigher`) and the framework adapters of
 :mod:`seal_envs.integrations` (verl, OpenRLHF, ...) all call :func:`token_advantage_weights`, so
 there is one implementation to test and to keep in step with the paper.
 

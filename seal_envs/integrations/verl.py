@@ -65,7 +65,7 @@ def _weighting(weighting: Any) -> WeightingConfig:
 class ActionText:
     """Generated ids as the text ``env.step`` reads: special tokens dropped except those that
     carry a tool call (Llama's ``<|python_tag|>``, Mistral's ``[TOOL_CALLS]``), which
-    ``skip_special_tokens=True`` would lose (the same rule as ``seal_trl.chat.ActionDecoder``)."""
+    ``skip_special_tokens=True`` would lose (the same rule as ``seal_trl.play.chat.ActionDecoder``)."""
 
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer

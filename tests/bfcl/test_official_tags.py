@@ -202,7 +202,7 @@ def test_trajectory_scale_is_the_official_one_where_per_step_tags_differ():
     """The two cases of issue 15: out of steps after turn 0, and a passing run with a repeated call."""
     from seal_envs import official_tag_of_step
     from seal_envs.core.types import StepLabel
-    from seal_trl.advantage_weights import trajectory_scale
+    from seal_trl.weighting.advantage_weights import trajectory_scale
 
     def per_step_scale(info):
         return trajectory_scale(official_tag_of_step(StepLabel.from_dict(d)) for d in info["step_labels"])

@@ -10,8 +10,8 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
-CHECKPOINT = Path(__file__).resolve().parents[2] / "seal_trl" / "checkpoints" / "default"
-MAX_NEW_TOKENS = 64  # the provenance's evaluation budget (seal_trl.checkpoint.EVAL_SETTINGS)
+CHECKPOINT = Path(__file__).resolve().parents[2] / "seal_trl" / "agent" / "checkpoints" / "default"
+MAX_NEW_TOKENS = 64  # the provenance's evaluation budget (seal_trl.agent.checkpoint.EVAL_SETTINGS)
 ENV_KWARGS = {"domains": ("bank",), "max_steps": 12}  # what the agent was evaluated on
 PROVENANCE = json.loads((CHECKPOINT / "provenance.json").read_text())
 PASSED = PROVENANCE["check"]["passed_task_ids"]  # test tasks the agent solves greedily

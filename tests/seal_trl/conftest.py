@@ -13,6 +13,6 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 @pytest.fixture(scope="session")
 def tok():
     pytest.importorskip("trl")
-    from seal_trl.tiny import build_tiny_tokenizer
+    from seal_trl.agent.tiny import build_tiny_tokenizer
 
     return build_tiny_tokenizer()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 def small_model(tokenizer, seed: int = 0):
     """A very small Llama: the prompts (system text + tool schemas) are ~1.5k tokens long."""
-    from seal_trl.tiny import build_tiny_model
+    from seal_trl.agent.tiny import build_tiny_model
 
     return build_tiny_model(tokenizer, hidden_size=32, num_layers=1, num_heads=2, seed=seed)
 
@@ -45,7 +45,7 @@ class ScriptedPolicy:
         return self.agents[id(env)].act(env, {"user_turn": base.user_turn})
 
     def __call__(self, prompts, max_new_tokens):
-        from seal_trl.generate_fn import Generation
+        from seal_trl.play.generate_fn import Generation
 
         self.calls += 1
         self.batch_sizes.append(len(prompts))
@@ -60,7 +60,7 @@ class ScriptedPolicy:
 
 def cpu_args(tmp_path, **overrides):
     """A SEALConfig for CPU tests: tiny batches, two steps, no saving unless asked."""
-    from seal_trl.config import SEALConfig
+    from seal_trl.training.config import SEALConfig
 
     base = dict(
         output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False, activation_checkpointing=False,

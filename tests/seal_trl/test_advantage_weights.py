@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from seal_trl.advantage_weights import (  # noqa: E402
+from seal_trl.weighting.advantage_weights import (  # noqa: E402
     OFFICIAL_TAG_WEIGHTS,
     EMATagWeights,
     budget_normalize,

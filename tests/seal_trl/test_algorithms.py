@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from seal_trl.algorithms import ALGORITHMS, leave_one_out, mean_baseline, resolve_advantage_fn  # noqa: E402
+from seal_trl.training.algorithms import ALGORITHMS, leave_one_out, mean_baseline, resolve_advantage_fn  # noqa: E402
 
 
 def test_leave_one_out_subtracts_the_mean_of_the_others():
@@ -27,17 +27,17 @@ def test_a_uniform_group_has_no_advantage():
 
 def test_resolve_names_import_paths_and_refusals():
     assert resolve_advantage_fn("rloo") is leave_one_out
-    assert resolve_advantage_fn("seal_trl.algorithms:mean_baseline") is mean_baseline
-    for bad, match in (("nope", "must be one of"), ("seal_trl.algorithms:", "must be one of"),
-                       ("seal_trl.nothing_here:f", "No module named"), ("seal_trl.algorithms:missing", "missing"),
-                       ("seal_trl.algorithms:ALGORITHMS", "not callable")):
+    assert resolve_advantage_fn("seal_trl.training.algorithms:mean_baseline") is mean_baseline
+    for bad, match in (("nope", "must be one of"), ("seal_trl.training.algorithms:", "must be one of"),
+                       ("seal_trl.nothing_here:f", "No module named"), ("seal_trl.training.algorithms:missing", "missing"),
+                       ("seal_trl.training.algorithms:ALGORITHMS", "not callable")):
         with pytest.raises(ValueError, match=match):
             resolve_advantage_fn(bad)
 
 
 def test_every_algorithm_is_a_valid_config(tmp_path):
     pytest.importorskip("trl")
-    from seal_trl.config import SEALConfig
+    from seal_trl.training.config import SEALConfig
 
     for name, fields in ALGORITHMS.items():
         cfg = SEALConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, **fields)

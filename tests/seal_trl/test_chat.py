@@ -1,4 +1,4 @@
-"""Completions as the env reads them (seal_trl.chat.ActionDecoder)."""
+"""Completions as the env reads them (seal_trl.play.chat.ActionDecoder)."""
 
 import json
 
@@ -13,8 +13,8 @@ def test_decoding_keeps_the_special_tokens_that_carry_a_call():
     import gymnasium as gym
 
     import seal_envs  # noqa: F401
-    from seal_trl.chat import ActionDecoder
-    from seal_trl.tiny import build_tiny_tokenizer
+    from seal_trl.play.chat import ActionDecoder
+    from seal_trl.agent.tiny import build_tiny_tokenizer
 
     plain = build_tiny_tokenizer()
     assert not ActionDecoder(plain).keeps_markers  # markers are not special here: decoding is unchanged
@@ -40,8 +40,8 @@ def test_a_tokenizer_with_a_response_template_parses_its_own_output():
     import gymnasium as gym
 
     import seal_envs  # noqa: F401
-    from seal_trl.chat import ActionDecoder
-    from seal_trl.tiny import build_tiny_tokenizer
+    from seal_trl.play.chat import ActionDecoder
+    from seal_trl.agent.tiny import build_tiny_tokenizer
 
     tok = build_tiny_tokenizer()
     tok.response_template = {"version": 1, "start_anchor": "<|assistant|>", "fields": {

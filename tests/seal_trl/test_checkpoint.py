@@ -12,9 +12,9 @@ pytest.importorskip("trl")
 
 
 def test_make_checkpoint_writes_weights_tokenizer_and_provenance(tmp_path, monkeypatch):
-    from seal_trl import checkpoint
-    from seal_trl.tiny import load_model_and_tokenizer
-    from seal_trl.warmstart import WarmStartConfig
+    from seal_trl.agent import checkpoint
+    from seal_trl.agent.tiny import load_model_and_tokenizer
+    from seal_trl.agent.warmstart import WarmStartConfig
 
     monkeypatch.setattr(checkpoint, "CHECK_TASKS", 4)
     cfg = WarmStartConfig(num_tasks=8, minutes=None, max_steps=3, hidden_size=32, num_layers=1, num_heads=2,
@@ -32,7 +32,7 @@ def test_make_checkpoint_writes_weights_tokenizer_and_provenance(tmp_path, monke
 
 
 def test_steps_schedule_is_reproducible(tmp_path):
-    from seal_trl.warmstart import WarmStartConfig, load_warmstart, train_warmstart
+    from seal_trl.agent.warmstart import WarmStartConfig, load_warmstart, train_warmstart
 
     cfg = WarmStartConfig(num_tasks=6, minutes=None, max_steps=4, hidden_size=32, num_layers=1, num_heads=2,
                           batch_size=3, warmup_steps=1, difficulties=(1,), domains=("bank",), bf16=False)
@@ -44,8 +44,8 @@ def test_steps_schedule_is_reproducible(tmp_path):
 
 
 def test_snapshots_along_the_schedule_do_not_change_the_training(tmp_path):
-    from seal_trl.tiny import load_model_and_tokenizer
-    from seal_trl.warmstart import WarmStartConfig, load_warmstart, train_warmstart
+    from seal_trl.agent.tiny import load_model_and_tokenizer
+    from seal_trl.agent.warmstart import WarmStartConfig, load_warmstart, train_warmstart
 
     cfg = WarmStartConfig(num_tasks=6, minutes=None, max_steps=4, hidden_size=32, num_layers=1, num_heads=2,
                           batch_size=3, warmup_steps=1, difficulties=(1,), domains=("bank",), bf16=False)
@@ -65,7 +65,7 @@ def test_snapshots_along_the_schedule_do_not_change_the_training(tmp_path):
 def test_second_schedule_starts_from_the_given_checkpoint(tmp_path):
     import dataclasses
 
-    from seal_trl.warmstart import WarmStartConfig, load_warmstart, train_warmstart
+    from seal_trl.agent.warmstart import WarmStartConfig, load_warmstart, train_warmstart
 
     first = WarmStartConfig(num_tasks=6, minutes=None, max_steps=3, hidden_size=32, num_layers=1, num_heads=2,
                             batch_size=3, warmup_steps=1, difficulties=(1,), domains=("bank",), bf16=False)
@@ -79,8 +79,8 @@ def test_second_schedule_starts_from_the_given_checkpoint(tmp_path):
 
 @pytest.mark.slow
 def test_shipped_default_scores_what_its_provenance_says():
-    from seal_trl.checkpoint import DEFAULT_CHECKPOINT, evaluate_checkpoint, load_provenance
-    from seal_trl.tiny import load_model_and_tokenizer
+    from seal_trl.agent.checkpoint import DEFAULT_CHECKPOINT, evaluate_checkpoint, load_provenance
+    from seal_trl.agent.tiny import load_model_and_tokenizer
 
     prov = load_provenance()
     model, tok = load_model_and_tokenizer("default")

@@ -11,8 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
-from seal_trl.config import SEALConfig  # noqa: E402
-from seal_trl.token_weigher import TokenWeigher, step_tag  # noqa: E402
+from seal_trl.training.config import SEALConfig  # noqa: E402
+from seal_trl.weighting.token_weigher import TokenWeigher, step_tag  # noqa: E402
 
 
 def config(tmp_path, **kw):
@@ -52,7 +52,7 @@ def test_evolver_settings_have_one_source(tmp_path):
     from dataclasses import fields
 
     from seal_envs.core.evolver import SETTINGS, Evolver, setting_schema
-    from seal_trl.config import EVOLVER_FIELDS, SEALConfig
+    from seal_trl.training.config import EVOLVER_FIELDS, SEALConfig
 
     ours = {f.name: f for f in fields(SEALConfig)}
     for f in fields(Evolver):
@@ -104,7 +104,7 @@ def test_renormalize_and_budget():
 def test_missing_labels_weigh_one_and_ema_moves_weights():
     w = TokenWeigher("step").weights(INDEX, [[], []], torch.tensor([1.0, 1.0]))
     assert w.tolist() == (INDEX >= 0).float().tolist()
-    from seal_trl.advantage_weights import EMATagWeights
+    from seal_trl.weighting.advantage_weights import EMATagWeights
 
     weigher = TokenWeigher("step", ema=EMATagWeights(alpha=0.5))
     before = weigher.tag_weights["empty_turn_model_response"]

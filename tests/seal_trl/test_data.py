@@ -14,7 +14,7 @@ pytest.importorskip("trl")
 import seal_envs  # noqa: E402,F401
 from seal_envs.core.frozen import thaw  # noqa: E402
 from seal_helpers import ScriptedPolicy, small_model  # noqa: E402
-from seal_trl.data import PromptTasks, env_reward, make_dataset, make_rollout_func, reset_args  # noqa: E402
+from seal_trl.play.data import PromptTasks, env_reward, make_dataset, make_rollout_func, reset_args  # noqa: E402
 
 
 def test_dataset_rows_carry_the_task_and_reproduce_it():
@@ -115,7 +115,7 @@ def test_stock_rollout_func_evolves_the_surface_with_a_coevolution(tok, tmp_path
 def test_gather_counts_with_one_process_is_the_local_count():
     from types import SimpleNamespace
 
-    from seal_trl.data import gather_counts
+    from seal_trl.play.data import gather_counts
 
     local = {"x": 1}
     assert gather_counts(SimpleNamespace(accelerator=SimpleNamespace(num_processes=1)), local) == [local]
@@ -145,7 +145,7 @@ def test_dataset_of_given_tasks_resets_to_exactly_those_tasks():
 
 
 def test_rl_dataset_pools():
-    from seal_trl.train import rl_dataset
+    from seal_trl.training.train import rl_dataset
 
     fresh = rl_dataset("seal/ToolUse-Bank-v0", (2, 3), pool="fresh", size=20)
     train = rl_dataset("seal/ToolUse-Bank-v0", (2, 3), pool="train")
@@ -160,7 +160,7 @@ def test_rl_tools_keep_only_tasks_that_call_them():
     """``--rl-tools``: RL on the tasks that exercise a tool the agent gets wrong; the same seeds
     every time, and a name no service has is an error, not an empty dataset."""
     from seal_envs.tasks import task_from_id
-    from seal_trl.train import rl_dataset
+    from seal_trl.training.train import rl_dataset
 
     fresh = rl_dataset("seal/ToolUse-Bank-v0", (2, 3), pool="fresh", size=30, tools=("set_alert",))
     again = rl_dataset("seal/ToolUse-Bank-v0", (2, 3), pool="fresh", size=30, tools=("set_alert",))
@@ -181,7 +181,7 @@ def test_sources_without_a_generator_fall_back_to_the_train_split():
     import argparse
 
     pytest.importorskip("bfcl_eval")
-    from seal_trl.train import rl_dataset, rl_tasks
+    from seal_trl.training.train import rl_dataset, rl_tasks
 
     with pytest.raises(ValueError, match="--rl-tasks train"):
         rl_dataset("seal/BFCL-MultiTurn-v0", None, pool="fresh")

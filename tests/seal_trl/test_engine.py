@@ -10,10 +10,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 import seal_envs  # noqa: E402,F401
-from seal_trl.chat import make_renderer  # noqa: E402
-from seal_trl.engine import KVCacheEngine, Sampling, _lcp, engine_unsupported  # noqa: E402
-from seal_trl.generate_fn import padded_generate_fn  # noqa: E402
-from seal_trl.rollout import MultiTurnRollout  # noqa: E402
+from seal_trl.play.chat import make_renderer  # noqa: E402
+from seal_trl.play.engine import KVCacheEngine, Sampling, _lcp, engine_unsupported  # noqa: E402
+from seal_trl.play.generate_fn import padded_generate_fn  # noqa: E402
+from seal_trl.play.rollout import MultiTurnRollout  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,7 @@ def model(tok):
     """A small Llama whose greedy output depends on its context (random weights of std 0.3; the tiny
     model's default init repeats one token) and that emits EOS now and then (+4.5 on its logit), so
     episodes stop at different lengths and a wrong cache would show in the tokens."""
-    from seal_trl.tiny import build_tiny_model
+    from seal_trl.agent.tiny import build_tiny_model
 
     m = build_tiny_model(tok, hidden_size=32, num_layers=2, num_heads=2, num_kv_heads=1).eval()
     g = torch.Generator().manual_seed(0)
@@ -140,7 +140,7 @@ def test_seeded_sampling_is_reproducible_and_logprobs_are_the_policy_s(model, to
 
 
 def test_top_k_and_top_p_keep_only_their_tokens(model, tok):
-    from seal_trl.engine import _filter
+    from seal_trl.play.engine import _filter
 
     scores = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
     low = torch.finfo(scores.dtype).min
@@ -153,7 +153,7 @@ def test_top_k_and_top_p_keep_only_their_tokens(model, tok):
 def test_unsupported_settings_fall_back(model, tok):
     from transformers import GenerationConfig
 
-    from seal_trl.rollout import hf_generate_fn
+    from seal_trl.play.rollout import hf_generate_fn
 
     assert engine_unsupported(model, GenerationConfig(do_sample=True, temperature=0.5, top_k=5)) == []
     assert engine_unsupported(model, GenerationConfig(repetition_penalty=1.2)) == ["repetition_penalty"]
@@ -165,7 +165,7 @@ def test_evaluation_sees_the_token_ids_training_sees(model, tok):
     """The same episodes played by ``evaluate`` with HFBatchAgent and by the training rollout: every
     turn's full token sequence, as handed to the generator, is identical."""
     from seal_envs.eval import evaluate
-    from seal_trl.agents import HFBatchAgent
+    from seal_trl.agent.agents import HFBatchAgent
 
     class Spy:
         def __init__(self, inner):

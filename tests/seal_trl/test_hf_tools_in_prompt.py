@@ -17,8 +17,8 @@ CHATML = ("{% for message in messages %}{% if loop.first and messages[0]['role']
 
 
 def _agent(template: str | None, **options):
-    from seal_trl.agents import HFBatchAgent
-    from seal_trl.tiny import build_tiny_model, build_tiny_tokenizer
+    from seal_trl.agent.agents import HFBatchAgent
+    from seal_trl.agent.tiny import build_tiny_model, build_tiny_tokenizer
 
     tokenizer = build_tiny_tokenizer()
     if template is not None:
@@ -61,8 +61,8 @@ def _rollout_prompts(template: str | None, mode: str) -> tuple[list[str], list[s
     import gymnasium as gym
 
     import seal_envs  # noqa: F401
-    from seal_trl.rollout import MultiTurnRollout
-    from seal_trl.tiny import build_tiny_model, build_tiny_tokenizer
+    from seal_trl.play.rollout import MultiTurnRollout
+    from seal_trl.agent.tiny import build_tiny_model, build_tiny_tokenizer
 
     tokenizer = build_tiny_tokenizer()
     if template is not None:
@@ -88,14 +88,14 @@ def test_the_training_rollout_puts_tools_in_the_prompt_of_a_template_without_the
 
 def test_seal_train_passes_tools_in_prompt_to_the_trainer():
     from seal_cli.main import _parse, build_parser
-    from seal_trl.train import seal_config
+    from seal_trl.training.train import seal_config
 
     assert seal_config(_parse(build_parser(), ["train", "--tools-in-prompt", "always"])[0]).tools_in_prompt == "always"
     assert seal_config(_parse(build_parser(), ["train"])[0]).tools_in_prompt == "auto"
 
 
 def test_a_missing_gguf_file_is_the_users_error(tmp_path):
-    from seal_trl.tiny import load_model_and_tokenizer
+    from seal_trl.agent.tiny import load_model_and_tokenizer
 
     with pytest.raises(FileNotFoundError, match="no such GGUF file"):
         load_model_and_tokenizer(str(tmp_path / "model.gguf"))

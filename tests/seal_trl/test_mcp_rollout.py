@@ -15,7 +15,7 @@ pytest.importorskip("mcp")
 
 import seal_envs  # noqa: E402,F401
 from seal_helpers import ScriptedPolicy, small_model  # noqa: E402
-from seal_trl.data import env_reward, make_dataset, make_rollout_func  # noqa: E402
+from seal_trl.play.data import env_reward, make_dataset, make_rollout_func  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mcp_tickets"
 KWARGS = {"server": [sys.executable, str(EXAMPLE / "server.py")], "tasks": str(EXAMPLE / "tasks.jsonl")}

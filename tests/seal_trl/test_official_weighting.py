@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from seal_trl.token_weigher import TokenWeigher  # noqa: E402
-from seal_trl.advantage_weights import OFFICIAL_TAG_WEIGHTS, OfficialDynamicTagWeights  # noqa: E402
+from seal_trl.weighting.token_weigher import TokenWeigher  # noqa: E402
+from seal_trl.weighting.advantage_weights import OFFICIAL_TAG_WEIGHTS, OfficialDynamicTagWeights  # noqa: E402
 
 
 def test_dynamic_weights_first_update_by_hand():
@@ -98,7 +98,7 @@ def test_dynamic_mode_from_config_and_exclusive_with_ema():
     restored = TokenWeigher.from_config(args)
     restored.load_state_dict(json.loads(json.dumps(weigher.state_dict())))
     assert restored.dynamic.state_dict() == weigher.dynamic.state_dict()
-    from seal_trl.advantage_weights import EMATagWeights
+    from seal_trl.weighting.advantage_weights import EMATagWeights
 
     with pytest.raises(ValueError, match="choose one"):
         TokenWeigher(ema=EMATagWeights(), dynamic=OfficialDynamicTagWeights())

@@ -1,4 +1,4 @@
-"""The shared-prefix scoring (seal_trl.prefix_loss) against TRL's own ``_get_per_token_logps_and_entropies``
+"""The shared-prefix scoring (seal_trl.training.prefix_loss) against TRL's own ``_get_per_token_logps_and_entropies``
 on a real generation batch of the tiny model: log-probabilities, entropies and gradients."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from trl import GRPOTrainer  # noqa: E402
 
 from seal_helpers import ScriptedPolicy, cpu_args  # noqa: E402
 
-from seal_trl.data import make_dataset  # noqa: E402
-from seal_trl.prefix_loss import unsupported  # noqa: E402
-from seal_trl.tiny import build_tiny_model  # noqa: E402
-from seal_trl.trainer import SEALGRPOTrainer  # noqa: E402
+from seal_trl.play.data import make_dataset  # noqa: E402
+from seal_trl.training.prefix_loss import unsupported  # noqa: E402
+from seal_trl.agent.tiny import build_tiny_model  # noqa: E402
+from seal_trl.training.trainer import SEALGRPOTrainer  # noqa: E402
 
 TOL = 1e-5
 

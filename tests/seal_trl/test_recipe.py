@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("bfcl_eval")
 
-from seal_trl.recipe import Recipe, main, parse_overrides  # noqa: E402
+from seal_trl.training.recipe import Recipe, main, parse_overrides  # noqa: E402
 
 RECIPE = pathlib.Path(__file__).parents[2] / "recipes" / "seal_paper.json"
 

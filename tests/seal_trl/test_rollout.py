@@ -12,8 +12,8 @@ pytest.importorskip("transformers")
 
 import seal_envs  # noqa: E402,F401
 from seal_helpers import ScriptedPolicy, small_model  # noqa: E402
-from seal_trl.chat import ChatRenderer  # noqa: E402
-from seal_trl.rollout import MultiTurnRollout, end_episode  # noqa: E402
+from seal_trl.play.chat import ChatRenderer  # noqa: E402
+from seal_trl.play.rollout import MultiTurnRollout, end_episode  # noqa: E402
 
 
 def play(tok, n=6, seeds=None, **kwargs):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from seal_trl.sampling import TaskMemory, group_slices, is_uniform
+from seal_trl.training.sampling import TaskMemory, group_slices, is_uniform
 
 
 def test_is_uniform_and_group_slices():
@@ -61,7 +61,7 @@ class TaskScriptedPolicy(ScriptedPolicy):
 
 
 def _trainer(tok, tmp_path, dataset, mixed, **overrides):
-    from seal_trl.trainer import SEALGRPOTrainer
+    from seal_trl.training.trainer import SEALGRPOTrainer
 
     args = cpu_args(tmp_path, per_device_train_batch_size=4, num_generations=2, evolution=False,
                     weighting="none", max_steps=3, **overrides)
@@ -73,7 +73,7 @@ def _trainer(tok, tmp_path, dataset, mixed, **overrides):
 
 
 def test_dynamic_sampling_replays_uniform_groups_on_mixed_tasks(tok, tmp_path):
-    from seal_trl.data import make_dataset
+    from seal_trl.play.data import make_dataset
 
     dataset = make_dataset(num_rows=12)
     mixed = set(dataset["task_id"][2:5])  # three one-call tasks out of twelve carry a gradient
@@ -90,7 +90,7 @@ def test_dynamic_sampling_replays_uniform_groups_on_mixed_tasks(tok, tmp_path):
 
 
 def test_without_sampling_options_groups_stay_uniform(tok, tmp_path):
-    from seal_trl.data import make_dataset
+    from seal_trl.play.data import make_dataset
 
     dataset = make_dataset(num_rows=12)
     trainer = _trainer(tok, tmp_path, dataset, set())
@@ -106,7 +106,7 @@ def test_sampling_options_are_checked(tok, tmp_path):
         cpu_args(tmp_path, skip_uniform_tasks=-1)
     from datasets import Dataset
 
-    from seal_trl.trainer import SEALGRPOTrainer
+    from seal_trl.training.trainer import SEALGRPOTrainer
 
     bare = Dataset.from_list([{"prompt": [{"role": "user", "content": "hi"}]}] * 4)
     with pytest.raises(ValueError, match="task_id"):
@@ -118,8 +118,8 @@ def test_evaluate_policy_runs_the_model_where_it_is(monkeypatch):
     """After GPU training the final evaluation must not move the model to the CPU (issue 27)."""
     import torch
 
-    import seal_trl.agents
-    from seal_trl.policy_eval import evaluate_policy
+    import seal_trl.agent.agents
+    from seal_trl.agent.policy_eval import evaluate_policy
 
     seen = {}
 
@@ -133,7 +133,7 @@ def test_evaluate_policy_runs_the_model_where_it_is(monkeypatch):
             super().__init__()
             self.w = torch.nn.Parameter(torch.empty(1, device="meta"))
 
-    monkeypatch.setattr(seal_trl.agents, "HFBatchAgent", Recorder)
+    monkeypatch.setattr(seal_trl.agent.agents, "HFBatchAgent", Recorder)
     with pytest.raises(RuntimeError, match="recorded"):
         evaluate_policy(OnMeta(), None, "test", 1)
     assert seen["device"] == "meta"

@@ -11,10 +11,10 @@ from seal_envs.core.evolver import Evolver  # noqa: E402
 from seal_envs.core.statefile import StateFileError  # noqa: E402
 from seal_envs.core.surface import CANONICAL, SurfacePatch  # noqa: E402
 from seal_envs import CoEvolution  # noqa: E402
-from seal_trl.token_weigher import TokenWeigher  # noqa: E402
+from seal_trl.weighting.token_weigher import TokenWeigher  # noqa: E402
 from seal_envs.run_folder import SEAL_STATE_FILE  # noqa: E402
-from seal_trl.trainer import read_seal_state  # noqa: E402
-from seal_trl.advantage_weights import EMATagWeights, OfficialDynamicTagWeights  # noqa: E402
+from seal_trl.training.trainer import read_seal_state  # noqa: E402
+from seal_trl.weighting.advantage_weights import EMATagWeights, OfficialDynamicTagWeights  # noqa: E402
 
 
 def _weigher(kind):

@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("trl")
 
-from seal_trl.data import make_sft_dataset  # noqa: E402
-from seal_trl.tiny import load_model_and_tokenizer  # noqa: E402
+from seal_trl.play.data import make_sft_dataset  # noqa: E402
+from seal_trl.agent.tiny import load_model_and_tokenizer  # noqa: E402
 
 
 def test_sft_rows_are_whole_passing_oracle_conversations():

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from seal_trl.tiny import (  # noqa: E402
+from seal_trl.agent.tiny import (  # noqa: E402
     EOS_TOKEN,
     build_tiny_model,
     build_tiny_tokenizer,

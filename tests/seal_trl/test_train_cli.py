@@ -117,7 +117,7 @@ def test_config_file_and_sealconfig_field_flags(tmp_path):
     """--config YAML < command-line flags; every SEALConfig field is a flag (TRL's parser); the
     file's fields < --FIELD flags < --set; bad input is one error line (issue 18)."""
     from seal_cli.main import _parse, build_parser, main
-    from seal_trl.train import seal_config
+    from seal_trl.training.train import seal_config
 
     run = tmp_path / "run.yaml"
     run.write_text("steps: 3\ndifficulties: [2, 4]\nevolution: true\nreport_to: tensorboard\n"
@@ -146,7 +146,7 @@ def test_config_file_and_sealconfig_field_flags(tmp_path):
 
 def test_algorithm_flag_sets_its_fields_and_set_wins(tmp_path, capsys):
     from seal_cli.main import _parse, build_parser, main
-    from seal_trl.train import seal_config
+    from seal_trl.training.train import seal_config
 
     parser = build_parser()
     config = seal_config(_parse(parser, ["train", "--algorithm", "dr_grpo", "--loss-type", "grpo"])[0])

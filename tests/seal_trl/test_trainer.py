@@ -12,10 +12,10 @@ pytest.importorskip("trl")
 from seal_helpers import ScriptedPolicy, cpu_args, small_model  # noqa: E402
 
 from seal_envs import StepLabel, official_tag_of_step  # noqa: E402
-from seal_trl.data import make_dataset  # noqa: E402
+from seal_trl.play.data import make_dataset  # noqa: E402
 from seal_envs.run_folder import SEAL_STATE_FILE  # noqa: E402
-from seal_trl.trainer import SEALGRPOTrainer  # noqa: E402
-from seal_trl.advantage_weights import OFFICIAL_TAG_WEIGHTS  # noqa: E402
+from seal_trl.training.trainer import SEALGRPOTrainer  # noqa: E402
+from seal_trl.weighting.advantage_weights import OFFICIAL_TAG_WEIGHTS  # noqa: E402
 
 
 class SpyTrainer(SEALGRPOTrainer):
@@ -126,7 +126,7 @@ def test_advantage_fn_replaces_trls_advantages_group_by_group(tok, tmp_path, nam
 
 
 def test_advantage_fn_refuses_custom_reward_funcs(tok, tmp_path):
-    from seal_trl.data import env_reward
+    from seal_trl.play.data import env_reward
 
     with pytest.raises(ValueError, match="advantage_fn works on the episodes' env rewards"):
         SEALGRPOTrainer(model=small_model(tok), reward_funcs=[env_reward], args=cpu_args(tmp_path, advantage_fn="rloo"),

@@ -55,7 +55,7 @@ def test_the_update_is_three_files_whose_names_exist():
 
 
 def test_one_gather_per_step_and_no_results_on_the_trainer():
-    trainer = ast.parse((ROOT / "seal_trl" / "trainer.py").read_text())
+    trainer = ast.parse((ROOT / "seal_trl" / "training" / "trainer.py").read_text())
     assert calls_in(trainer, "gather_object") == 1 and calls_in(trainer, "gather") == 0
     assert calls_in(function(trainer, "SEALGRPOTrainer._generate_and_score_completions"), "_seal_gather") == 1
     attributes = {n.attr for n in ast.walk(trainer) if isinstance(n, ast.Attribute)}
@@ -63,8 +63,8 @@ def test_one_gather_per_step_and_no_results_on_the_trainer():
 
 
 def test_both_trainers_play_through_play_batch():
-    trainer = ast.parse((ROOT / "seal_trl" / "trainer.py").read_text())
-    data = ast.parse((ROOT / "seal_trl" / "data.py").read_text())
+    trainer = ast.parse((ROOT / "seal_trl" / "training" / "trainer.py").read_text())
+    data = ast.parse((ROOT / "seal_trl" / "play" / "data.py").read_text())
     assert calls_in(function(trainer, "SEALGRPOTrainer.seal_play"), "play_batch") == 1
     assert calls_in(function(data, "make_rollout_func"), "play_batch") == 1
     assert calls_in(trainer, "run") == 0 and calls_in(function(data, "make_rollout_func"), "run") == 0  # no other way in

@@ -10,8 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from seal_envs.core.weighting import WeightingConfig, token_advantage_weights  # noqa: E402
-from seal_trl.advantage_weights import renormalize_mean_one, token_weights  # noqa: E402
-from seal_trl.token_weigher import TokenWeigher  # noqa: E402
+from seal_trl.weighting.advantage_weights import renormalize_mean_one, token_weights  # noqa: E402
+from seal_trl.weighting.token_weigher import TokenWeigher  # noqa: E402
 
 NAMES = ["ok", "format_error", "unknown_tool", "schema_violation", "missing_call", "response_mismatch", "env_error"]
 

@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/seal_trl: 
 from seal_helpers import RankPolicy, small_model  # noqa: E402
 
 from seal_envs import CoEvolution  # noqa: E402
-from seal_trl.data import env_reward, make_dataset, make_rollout_func  # noqa: E402
-from seal_trl.tiny import build_tiny_tokenizer  # noqa: E402
+from seal_trl.play.data import env_reward, make_dataset, make_rollout_func  # noqa: E402
+from seal_trl.agent.tiny import build_tiny_tokenizer  # noqa: E402
 
 
 class LazyRollout:

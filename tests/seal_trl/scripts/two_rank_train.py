@@ -14,14 +14,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/seal_trl: 
 
 from seal_helpers import RankPolicy, cpu_args, small_model  # noqa: E402
 
-from seal_trl.data import make_dataset  # noqa: E402
-from seal_trl.tiny import build_tiny_tokenizer  # noqa: E402
-from seal_trl.trainer import SEALGRPOTrainer  # noqa: E402
+from seal_trl.play.data import make_dataset  # noqa: E402
+from seal_trl.agent.tiny import build_tiny_tokenizer  # noqa: E402
+from seal_trl.training.trainer import SEALGRPOTrainer  # noqa: E402
 
 
 def engine_probe(trainer, tok) -> dict:
     """Two turns of the trainer's own HF generation (the KV-cached engine) on the DDP-wrapped policy."""
-    from seal_trl.generation import trainer_generate_fn
+    from seal_trl.play.generation import trainer_generate_fn
 
     gen = trainer_generate_fn(trainer)
     first = tok("<|user|>hi<|end|><|assistant|>", add_special_tokens=False)["input_ids"]

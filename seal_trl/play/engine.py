@@ -164,7 +164,7 @@ class KVCacheEngine:
     private ``torch.Generator`` (reproducible for the same calls); ``None`` uses the global RNG as
     ``model.generate`` does. ``logprobs=True`` also returns each sampled token's log-probability
     under the temperature-scaled distribution (what GRPO's loss computes). Calling the engine as a
-    plain :data:`~seal_trl.generate_fn.GenerateFn` shares prefixes within the call and keeps nothing.
+    plain :data:`~seal_trl.play.generate_fn.GenerateFn` shares prefixes within the call and keeps nothing.
     """
 
     def __init__(self, model: Any, *, eos_token_ids: Sequence[int], pad_token_id: int | None = None,

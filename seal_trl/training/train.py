@@ -1,10 +1,10 @@
 """``seal train``: GRPO on a SEAL environment from the shipped default agent, evaluated on held-out
 tasks before and after, written to a run folder ``seal report`` reads.
 
-With no flags it runs :data:`RECIPE`: the default checkpoint (:mod:`seal_trl.checkpoint`, an SFT
+With no flags it runs :data:`RECIPE`: the default checkpoint (:mod:`seal_trl.agent.checkpoint`, an SFT
 warm start that already calls tools) on the bank domain, greedy success on held-out ``test``
 tasks before and after, and GRPO whose batches are spent on tasks with mixed rewards
-(:mod:`seal_trl.sampling`). ``docs/trainer.md`` ("A recipe that learns on two CPU cores") has the
+(:mod:`seal_trl.training.sampling`). ``docs/trainer.md`` ("A recipe that learns on two CPU cores") has the
 measurements behind every default. Any Hugging Face model id or path works through ``--model``.
 """
 
@@ -31,7 +31,7 @@ def seal_config(args: argparse.Namespace, quiet: bool = False) -> Any:
     or vLLM that is asked for but not installed is an error here, before any model loads."""
     import importlib.util
 
-    from seal_trl.config import SEALConfig
+    from seal_trl.training.config import SEALConfig
 
     batch = args.tasks_per_step * args.num_generations
     fields = {**dict(
@@ -74,7 +74,7 @@ def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _algorithm_fields(name: str | None) -> dict[str, Any]:
-    from seal_trl.algorithms import ALGORITHMS
+    from seal_trl.training.algorithms import ALGORITHMS
 
     return {} if name is None else dict(ALGORITHMS[name])
 
@@ -106,7 +106,7 @@ def rl_dataset(env_id: str, difficulties: tuple[int, ...] | None, env_kwargs: di
     :func:`seal_envs.tasks.fresh_tasks`; only for sources that generate tasks). With ``tools``,
     only tasks whose reference plan calls one of them: RL spent where a diagnosis found the
     agent failing (a tool whose arguments it gets wrong), not on what it already does."""
-    from seal_trl.data import make_dataset
+    from seal_trl.play.data import make_dataset
 
     task_set = _train_task_set(env_id, env_kwargs)
     check_tools(task_set, tools)
@@ -191,7 +191,7 @@ def evaluate(model, tokenizer, env_id: str, tasks: int, log, progress=None, env_
         return None
     import torch
 
-    from seal_trl.policy_eval import evaluate_policy
+    from seal_trl.agent.policy_eval import evaluate_policy
 
     was_training = model.training
     model.eval()
@@ -205,8 +205,8 @@ def evaluate(model, tokenizer, env_id: str, tasks: int, log, progress=None, env_
 def run(args: argparse.Namespace) -> Path:
     import torch
 
-    from seal_trl.tiny import load_model_and_tokenizer
-    from seal_trl.trainer import SEALGRPOTrainer
+    from seal_trl.agent.tiny import load_model_and_tokenizer
+    from seal_trl.training.trainer import SEALGRPOTrainer
 
     start = time.perf_counter()
     if args.threads:
@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> Path:
     quiet = getattr(args, "quiet", False)
     config = seal_config(args, quiet)  # a bad value fails now, not after the model loads and the first evaluation
     out = prepare_out(Path(args.out), args.overwrite)
-    from seal_trl.progress import progress_bar, silence_library_bars
+    from seal_trl.training.progress import progress_bar, silence_library_bars
 
     if quiet:  # transformers' own bars too ("Loading weights" now, "Writing model shards" at the end)
         silence_library_bars()

@@ -5,8 +5,8 @@ declarative file lets ``docs/reproducing.md`` map each one, lets a test run the 
 (its ``smoke`` section swaps in the tiny model and a one-step budget), and lets anyone change a
 setting with ``--set key=value`` without editing code.
 
-    accelerate launch --config_file recipes/accelerate_fsdp_4gpu.yaml -m seal_trl.recipe recipes/seal_paper.json
-    python -m seal_trl.recipe recipes/seal_paper.json --smoke          # CPU, tiny model, one step
+    accelerate launch --config_file recipes/accelerate_fsdp_4gpu.yaml -m seal_trl.training.recipe recipes/seal_paper.json
+    python -m seal_trl.training.recipe recipes/seal_paper.json --smoke          # CPU, tiny model, one step
 
 A recipe holds ``model``, ``train_split``, ``eval_split`` (or null), ``train_rows`` / ``eval_rows``
 (null: the whole split) and ``config`` (``SEALConfig`` fields, JSON values). ``--set`` keys
@@ -62,7 +62,7 @@ class Recipe:
         return self.with_overrides(self.smoke)
 
     def seal_config(self) -> Any:
-        from seal_trl.config import SEALConfig
+        from seal_trl.training.config import SEALConfig
 
         return SEALConfig(**dict(self.config))
 
@@ -84,9 +84,9 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, Any]:
 def run(recipe: Recipe) -> Any:
     """Train as the recipe says; return the trainer (its output folder holds the checkpoints,
     ``recipe.json``, the final model and ``seal_state.json``)."""
-    from seal_trl.data import make_dataset
-    from seal_trl.tiny import load_model_and_tokenizer
-    from seal_trl.trainer import SEALGRPOTrainer
+    from seal_trl.play.data import make_dataset
+    from seal_trl.agent.tiny import load_model_and_tokenizer
+    from seal_trl.training.trainer import SEALGRPOTrainer
 
     config = recipe.seal_config()
     out = Path(config.output_dir)
@@ -114,7 +114,7 @@ def _loadable(model: str, out: Path, beta: float) -> str:
     or path, which the in-process tiny model lacks: it is written to ``out/tiny-init`` first."""
     if model != "tiny" or beta == 0.0:
         return model
-    from seal_trl.tiny import load_model_and_tokenizer
+    from seal_trl.agent.tiny import load_model_and_tokenizer
 
     path = out / "tiny-init"
     tiny, tokenizer = load_model_and_tokenizer("tiny")
@@ -124,7 +124,7 @@ def _loadable(model: str, out: Path, beta: float) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> Any:
-    p = argparse.ArgumentParser(prog="python -m seal_trl.recipe", description="Train from a recipe file")
+    p = argparse.ArgumentParser(prog="python -m seal_trl.training.recipe", description="Train from a recipe file")
     p.add_argument("recipe", help="a recipe JSON file, e.g. recipes/seal_paper.json")
     p.add_argument("--smoke", action="store_true", help="apply the file's smoke section (tiny model, one step, CPU)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",

@@ -1,6 +1,6 @@
 """Greedy success of a policy on the test and ood splits, canonical (frozen) surface.
 
-A thin layer over :func:`seal_envs.eval.evaluate` with :class:`seal_trl.agents.HFBatchAgent`
+A thin layer over :func:`seal_envs.eval.evaluate` with :class:`seal_trl.agent.agents.HFBatchAgent`
 (temperature 0 = greedy; one batched ``generate`` per turn for all active episodes). The first
 ``limit`` indices of a split cycle through domains and difficulties, so any multiple of 20 (test)
 or 40 (ood) is balanced. The standard error of a success rate ``p`` on ``n`` tasks is
@@ -26,9 +26,9 @@ def evaluate_policy(model: Any, tokenizer: Any, split: str, limit: int, *, max_n
                     progress=None, env_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
     """Success, mean reward and progress, per difficulty / domain / held-out-ness, and label shares.
 
-    ``progress(done, total)`` (a bar, :mod:`seal_trl.progress`) replaces the ``log`` lines."""
+    ``progress(done, total)`` (a bar, :mod:`seal_trl.training.progress`) replaces the ``log`` lines."""
     from seal_envs.eval import evaluate
-    from seal_trl.agents import HFBatchAgent
+    from seal_trl.agent.agents import HFBatchAgent
 
     was_training = model.training
     device = str(next(model.parameters()).device)  # evaluate where the model is: a GPU-trained model stays there

@@ -3,7 +3,7 @@
 The label -> weight arithmetic (tag tables, per-turn and per-episode scales, the moving tag
 weights) lives in :mod:`seal_envs.core.weighting` and :mod:`seal_envs.core.tag_weights`, torch-free,
 so that the framework adapters of :mod:`seal_envs.integrations` share it with this trainer; it is
-re-exported here under its old names. :mod:`seal_trl.token_weigher` holds the stateful object the
+re-exported here under its old names. :mod:`seal_trl.weighting.token_weigher` holds the stateful object the
 trainer calls.
 
 Conventions used throughout:

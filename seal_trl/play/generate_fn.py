@@ -1,8 +1,8 @@
 """The contract between a rollout and whatever samples its tokens: a generate function.
 
-``generate(prompt_ids, max_new_tokens) -> Generation`` is all :class:`~seal_trl.rollout.MultiTurnRollout`
+``generate(prompt_ids, max_new_tokens) -> Generation`` is all :class:`~seal_trl.play.rollout.MultiTurnRollout`
 asks of a policy, so a scripted agent in a test, a ``transformers`` model, the KV-cached engine
-(:mod:`seal_trl.engine`), TRL's vLLM path (:mod:`seal_trl.generation`) and an inference server all
+(:mod:`seal_trl.play.engine`), TRL's vLLM path (:mod:`seal_trl.play.generation`) and an inference server all
 plug in the same way. This module holds the contract and the plain ``model.generate`` function the
 engine is tested against; it imports none of its users, so none of them import each other through it.
 """

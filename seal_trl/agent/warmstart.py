@@ -1,11 +1,11 @@
 """Supervised warm start: SFT of the tiny Llama on oracle trajectories.
 
-It makes the shipped default agent (``seal warmstart``, see :mod:`seal_trl.checkpoint`) and the
+It makes the shipped default agent (``seal warmstart``, see :mod:`seal_trl.agent.checkpoint`) and the
 efficacy study's shared starting point.
 
 Every train task (or the first ``num_tasks``) is played once by :class:`~seal_envs.agents.OracleAgent`
 on the canonical surface; the final ``info["messages"]`` and ``info["tools"]`` are rendered with
-the tiny chat template. The template is token-prefix-stable (see :mod:`seal_trl.tiny`), so the
+the tiny chat template. The template is token-prefix-stable (see :mod:`seal_trl.agent.tiny`), so the
 tokens of ``messages[:k]`` are a prefix of those of ``messages[:k+1]`` and each assistant message
 owns a contiguous token span: the loss covers exactly those spans (the ``<|assistant|>`` header
 is context, the message body and its ``<|end|>`` are targets). That is the text the policy emits
@@ -216,14 +216,14 @@ def train_warmstart(cfg: WarmStartConfig, out_dir: Path, log: Callable[[str], No
                     snapshot_dir: Path | None = None) -> dict[str, Any]:
     """Train (or load from ``out_dir``) the shared warm start; returns its metadata.
 
-    ``on_step(step, total)`` after every step (a bar, :mod:`seal_trl.progress`) replaces the
+    ``on_step(step, total)`` after every step (a bar, :mod:`seal_trl.training.progress`) replaces the
     step lines of ``log``. ``save_every=N`` also saves the model every N steps to
     ``snapshot_dir/step-NNNNN`` (default ``out_dir/steps``): the points along one schedule where a
     skill emerges are where RL can teach it (issue 31), and only a run of the schedule itself
     shows where they are. Saving does not change the training."""
     import torch
 
-    from seal_trl.tiny import build_tiny_model, build_tiny_tokenizer
+    from seal_trl.agent.tiny import build_tiny_model, build_tiny_tokenizer
 
     out_dir = Path(out_dir)
     meta_path = out_dir / "warmstart.json"
@@ -320,7 +320,7 @@ def load_warmstart(out_dir: Path):
     """``(model, tokenizer)`` of a trained warm start (the tokenizer is rebuilt deterministically)."""
     from transformers import LlamaForCausalLM
 
-    from seal_trl.tiny import build_tiny_tokenizer
+    from seal_trl.agent.tiny import build_tiny_tokenizer
 
     model = LlamaForCausalLM.from_pretrained(Path(out_dir) / "model")
     return model, build_tiny_tokenizer()

@@ -212,7 +212,7 @@ class EnvPool:
         self.envs = []
 
 
-#: The rollout column that carries each row's whole :class:`~seal_trl.rollout.EpisodeResult`: TRL
+#: The rollout column that carries each row's whole :class:`~seal_trl.play.rollout.EpisodeResult`: TRL
 #: merges a rollout's extra columns into the rows it hands back, so a trainer reads the episodes there.
 EPISODE_COLUMN = "seal_episode"
 
@@ -272,7 +272,7 @@ def make_rollout_func(env_id: str = "seal/ToolUse-v0", *, env_kwargs: Mapping[st
     evolves one training surface for all processes: its surface reaches the envs before every
     batch, and every training batch's counts, gathered from all processes, step it (see the module
     docstring). Pass ``curriculum=True`` with ``CoEvolution(curriculum=True)`` for its task weights.
-    ``tools_in_prompt`` is :class:`~seal_trl.rollout.MultiTurnRollout`'s (a template without tools).
+    ``tools_in_prompt`` is :class:`~seal_trl.play.rollout.MultiTurnRollout`'s (a template without tools).
     The returned function carries ``pool``, ``eval_pool``, ``state`` and ``coevolution``.
     """
     if tasks is None:

@@ -5,7 +5,7 @@ nobody can watch an agent get better. ``seal train`` starts from this checkpoint
 --agent hf:default`` names it. It is small (a 1.3M-parameter Llama, ~5 MB of safetensors plus the
 tokenizer files), lives inside the package, and is made by one command from fixed seeds:
 
-    seal warmstart --out seal_trl/checkpoints/default
+    seal warmstart --out seal_trl/agent/checkpoints/default
 
 ``provenance.json`` beside the weights records the commit, the command, the data, the minutes it
 took and its greedy success per split and difficulty; ``check`` is the exact sample a test
@@ -68,7 +68,7 @@ def _parent(folder: str | None) -> dict[str, Any] | None:
 def evaluate_checkpoint(model: Any, tokenizer: Any, splits: dict[str, int], log: Callable[[str], None] = print,
                         domains: tuple[str, ...] | None = ("bank",), bar: Callable | None = None) -> dict[str, Any]:
     """Greedy success per split (first ``n`` tasks each) with the provenance's budgets; ``bar(desc)``
-    makes a ``progress(done, total)`` callback per split (:mod:`seal_trl.progress`)."""
+    makes a ``progress(done, total)`` callback per split (:mod:`seal_trl.training.progress`)."""
     from .policy_eval import evaluate_policy
 
     return {split: evaluate_policy(model, tokenizer, split, n, domains=domains, log=log, **EVAL_SETTINGS,
@@ -80,7 +80,7 @@ def make_default_checkpoint(out: str | Path, cfg: WarmStartConfig = DEFAULT_WARM
                             command: str | None = None, log: Callable[[str], None] = print,
                             bar: Callable | None = None, save_every: int = 0) -> dict[str, Any]:
     """Train the warm start into ``out`` (weights and tokenizer at the top level), evaluate it and
-    write ``provenance.json``. Returns the provenance. ``bar(desc, unit)`` (:mod:`seal_trl.progress`)
+    write ``provenance.json``. Returns the provenance. ``bar(desc, unit)`` (:mod:`seal_trl.training.progress`)
     gives the training and each evaluation a progress bar; ``save_every=N`` keeps a snapshot every
     N steps in ``out/steps/step-NNNNN``."""
     import shutil

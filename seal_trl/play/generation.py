@@ -1,11 +1,11 @@
 """Generate functions bound to a ``GRPOTrainer``: its policy, sampling settings and backend.
 
-:func:`trainer_generate_fn` returns a :data:`~seal_trl.generate_fn.GenerateFn` that samples exactly
+:func:`trainer_generate_fn` returns a :data:`~seal_trl.play.generate_fn.GenerateFn` that samples exactly
 as the trainer's own single-turn path does (``trainer.generation_config``: temperature, top-p,
 top-k, ...), through ``unwrap_model_for_generation`` (DDP, DeepSpeed, FSDP), or through TRL's
 ``VLLMGeneration`` when ``use_vllm`` is on. Only the per-turn ``max_new_tokens`` differs.
 
-Without vLLM the policy is served by :class:`~seal_trl.engine.KVCacheEngine` (each episode's KV
+Without vLLM the policy is served by :class:`~seal_trl.play.engine.KVCacheEngine` (each episode's KV
 cache kept across turns; the rollout calls it per episode), unless the backend is collective
 (below: the engine's per-episode forwards differ in number between processes) or the sampling
 settings include one the engine does not implement; then ``model.generate`` on left-padded
@@ -64,7 +64,7 @@ def _padded(trainer: Any, prompts: list[list[int]]) -> tuple[list[list[int]], in
 
 
 def trainer_generate_fn(trainer: Any) -> GenerateFn:
-    """The trainer's policy as a :data:`~seal_trl.generate_fn.GenerateFn`."""
+    """The trainer's policy as a :data:`~seal_trl.play.generate_fn.GenerateFn`."""
     return _vllm_generate_fn(trainer) if trainer.use_vllm else _hf_generate_fn(trainer)
 
 

@@ -312,7 +312,7 @@ def build_tiny_model(
     return model
 
 
-#: ``"default"`` names the shipped warm start (:mod:`seal_trl.checkpoint` makes and documents it).
+#: ``"default"`` names the shipped warm start (:mod:`seal_trl.agent.checkpoint` makes and documents it).
 DEFAULT_NAME = "default"
 DEFAULT_CHECKPOINT = Path(__file__).parent / "checkpoints" / DEFAULT_NAME
 
@@ -323,7 +323,7 @@ def resolve_model(name_or_path: str) -> str:
         return name_or_path
     if not (DEFAULT_CHECKPOINT / "config.json").exists():
         raise FileNotFoundError(f"the default checkpoint is missing from {DEFAULT_CHECKPOINT}; rebuild it with "
-                                "`seal warmstart --out seal_trl/checkpoints/default`")
+                                "`seal warmstart --out seal_trl/agent/checkpoints/default`")
     return str(DEFAULT_CHECKPOINT)
 
 
@@ -331,7 +331,7 @@ def load_model_and_tokenizer(
     name_or_path: str = "tiny", seed: int = 0, **model_kwargs: Any
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """Return ``(model, tokenizer)``: the offline tiny pair for ``"tiny"`` (random weights), the
-    shipped warm start for ``"default"`` (:mod:`seal_trl.checkpoint`), else ``from_pretrained``.
+    shipped warm start for ``"default"`` (:mod:`seal_trl.agent.checkpoint`), else ``from_pretrained``.
 
     ``model_kwargs`` go to :func:`build_tiny_model` for ``"tiny"`` and to
     ``AutoModelForCausalLM.from_pretrained`` otherwise. A loaded tokenizer without a pad token gets

@@ -69,7 +69,7 @@ def unsupported(model: Any, *, num_processes: int = 1) -> list[str]:
       layer (``GradientCheckpointingLayer``), which would silently score completions without their prompt;
     * a backbone whose forward takes no cache or ``position_ids``, or a model TRL did not patch.
     """
-    from .engine import engine_unsupported
+    from ..play.engine import engine_unsupported
 
     reasons = []
     if num_processes > 1:
@@ -119,7 +119,7 @@ def _prompt_groups(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> tuple
 
 def _expanded_cache(kv: list[tuple[torch.Tensor, torch.Tensor]], n: int) -> Any:
     """A ``DynamicCache`` over the prefix keys/values expanded (views, no copy) to ``n`` rows."""
-    from .engine import _layers
+    from ..play.engine import _layers
 
     return _layers([(k.expand(n, -1, -1, -1), v.expand(n, -1, -1, -1)) for k, v in kv])
 

@@ -37,11 +37,11 @@ from seal_envs.run_folder import (SEAL_STATE_FILE, TRAINER_LABEL_PREFIX, TRAINER
 
 from .algorithms import resolve_advantage_fn
 from .config import SEALConfig
-from .data import EPISODE_COLUMN, EnvPool, PromptTasks, env_reward, make_dataset, play_batch, rollout_output
-from .generation import sync_active_fn, trainer_generate_fn
-from .token_weigher import TokenWeigher
-from .generate_fn import GenerateFn
-from .rollout import EpisodeResult, MultiTurnRollout
+from ..play.data import EPISODE_COLUMN, EnvPool, PromptTasks, env_reward, make_dataset, play_batch, rollout_output
+from ..play.generation import sync_active_fn, trainer_generate_fn
+from ..weighting.token_weigher import TokenWeigher
+from ..play.generate_fn import GenerateFn
+from ..play.rollout import EpisodeResult, MultiTurnRollout
 from .sampling import TaskMemory, group_slices, is_uniform
 
 __all__ = ["SEALGRPOTrainer"]
@@ -53,7 +53,7 @@ class SEALGRPOTrainer(GRPOTrainer):
     and ``environment_factory`` (the trainer owns the rollout).
 
     ``train_dataset`` defaults to ``make_dataset(args.env_id, "train")``; ``reward_funcs`` to
-    :func:`~seal_trl.data.env_reward`. ``generate_fn`` replaces the policy's sampling (scripted
+    :func:`~seal_trl.play.data.env_reward`. ``generate_fn`` replaces the policy's sampling (scripted
     agents in tests, external inference servers); by default the trainer's own model (or vLLM)
     samples with its generation settings.
     """
@@ -84,7 +84,7 @@ class SEALGRPOTrainer(GRPOTrainer):
         self._seal_rollout: MultiTurnRollout | None = None
         self._seal_rows: list[dict[str, Any]] | None = None
         self._seal_prompt_tasks: PromptTasks | None = None
-        self.seal_prefix_stats: Counter = Counter()  # seal_trl.prefix_loss: rows shared / plain, fallbacks
+        self.seal_prefix_stats: Counter = Counter()  # seal_trl.training.prefix_loss: rows shared / plain, fallbacks
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
             super().__init__(model=model, reward_funcs=reward_funcs or [env_reward], args=args,
@@ -123,7 +123,7 @@ class SEALGRPOTrainer(GRPOTrainer):
             self._seal_resample(envs, list(tasks), results)
         return rollout_output(results)
 
-    # -- which tasks a batch plays (seal_trl.sampling) ----------------------------------------
+    # -- which tasks a batch plays (seal_trl.training.sampling) ----------------------------------------
     def _seal_prefilter(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Swap groups whose task came out uniform lately for mixed or unseen tasks (no episode spent)."""
         keys = [t.get("task_id") for t in tasks]
@@ -268,7 +268,7 @@ class SEALGRPOTrainer(GRPOTrainer):
         metrics[TRAINER_SURFACE_VERSION].append(float(self.seal_coevolution.surface.version))
         metrics["seal/evolution_events"].append(float(len(self.seal_coevolution.evolver.events)))
 
-    # -- loss: each shared prompt encoded once (seal_trl.prefix_loss) --------------------------
+    # -- loss: each shared prompt encoded once (seal_trl.training.prefix_loss) --------------------------
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
                                            compute_entropy=False, compute_aux_loss=False, **kwargs):
         """TRL's method, with the rows of each chunk that share a prompt scored on one prefix forward.
@@ -276,7 +276,7 @@ class SEALGRPOTrainer(GRPOTrainer):
         Every log-probability TRL needs goes through here (the loss, old and reference
         log-probabilities), so all of them use the same path. Falls back to TRL's method as is when
         ``shared_prefix_loss`` is off, for images or MoE aux losses, and for models
-        :func:`~seal_trl.prefix_loss.unsupported` rejects (the reason is counted in ``seal_prefix_stats``).
+        :func:`~seal_trl.training.prefix_loss.unsupported` rejects (the reason is counted in ``seal_prefix_stats``).
         """
         from .prefix_loss import VISION_KEYS, shared_prefix_logps, unsupported
 

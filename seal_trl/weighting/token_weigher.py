@@ -1,7 +1,7 @@
-"""From an episode's turn labels to per-token advantage weights ``[B, T]`` (uses :mod:`seal_trl.advantage_weights`).
+"""From an episode's turn labels to per-token advantage weights ``[B, T]`` (uses :mod:`seal_trl.weighting.advantage_weights`).
 
 ``TokenWeigher.weights(step_index, step_labels, advantages)`` implements the three modes of
-:class:`~seal_trl.config.SEALConfig` by calling, episode by episode, the framework-neutral
+:class:`~seal_trl.training.config.SEALConfig` by calling, episode by episode, the framework-neutral
 :func:`seal_envs.core.weighting.token_advantage_weights` (the one implementation the framework
 adapters share); what is left here is the batch: EMA/dynamic tag weights and ``budget_normalize``:
 
@@ -20,8 +20,8 @@ their count. Environment tokens (``step_index == -1``) and padding always weigh 
 In ``turn`` mode a step's tag is its primary label (``tag_source="label"``) or the official
 SEAL tag of that label (``"official"``, the default, which the official tag-weight table is keyed by).
 
-Tag weights are static, or move with the batches: ``ema`` (:class:`~seal_trl.advantage_weights.EMATagWeights`,
-this project's rule) or ``dynamic`` (:class:`~seal_trl.advantage_weights.OfficialDynamicTagWeights`,
+Tag weights are static, or move with the batches: ``ema`` (:class:`~seal_trl.weighting.advantage_weights.EMATagWeights`,
+this project's rule) or ``dynamic`` (:class:`~seal_trl.weighting.advantage_weights.OfficialDynamicTagWeights`,
 the paper's rule), never both.
 """
 

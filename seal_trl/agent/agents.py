@@ -1,16 +1,16 @@
 """A transformers model as a batched agent for :func:`seal_envs.eval.evaluate`.
 
 All active episodes of a batch advance in lockstep, one batched generation per round. Each episode's
-conversation is kept as token ids by :class:`seal_trl.chat.Transcript`, exactly as the training
+conversation is kept as token ids by :class:`seal_trl.play.chat.Transcript`, exactly as the training
 rollout keeps it (same renderer, same end-of-turn handling), so a policy is evaluated on the token
-ids it was trained on; :class:`seal_trl.engine.KVCacheEngine` keeps each episode's KV cache between
+ids it was trained on; :class:`seal_trl.play.engine.KVCacheEngine` keeps each episode's KV cache between
 rounds, so a round encodes only the env's reply. Models or settings the engine cannot serve fall
 back to ``model.generate`` on the left-padded sequences.
 
     agent = HFBatchAgent("Qwen/Qwen3-0.6B", temperature=1.0)
     result = evaluate("seal/ToolUse-v0", agent, split="test", k=4)
 
-``HFBatchAgent("tiny")`` uses the offline tiny model of :mod:`seal_trl.tiny` (random weights: a
+``HFBatchAgent("tiny")`` uses the offline tiny model of :mod:`seal_trl.agent.tiny` (random weights: a
 smoke test of the plumbing, not of an agent). A ``.gguf`` file loads through transformers' GGUF
 reader (the ``gguf`` package: ``pip install -e ".[gguf]"``), dequantized to float32.
 
@@ -38,10 +38,10 @@ class HFBatchAgent:
         import torch
         from transformers import GenerationConfig
 
-        from seal_trl.chat import ActionDecoder, choose_tools_in_prompt, make_renderer
-        from seal_trl.generate_fn import eos_ids
-        from seal_trl.rollout import hf_generate_fn
-        from seal_trl.tiny import load_model_and_tokenizer
+        from seal_trl.play.chat import ActionDecoder, choose_tools_in_prompt, make_renderer
+        from seal_trl.play.generate_fn import eos_ids
+        from seal_trl.play.rollout import hf_generate_fn
+        from seal_trl.agent.tiny import load_model_and_tokenizer
 
         if isinstance(model, str):
             self.name = f"hf:{model}"
@@ -102,7 +102,7 @@ class HFBatchAgent:
 
     def observe(self, slot: int, info: dict, env: Any = None) -> list[int]:
         """The episode's ids including the env's latest reply (its reset info starts a transcript)."""
-        from seal_trl.chat import Transcript, text_tools_info
+        from seal_trl.play.chat import Transcript, text_tools_info
 
         if self.prompt_tools:  # the conversation as text, the tools in its system message in the env's format
             info = text_tools_info(env, info, len(self.transcripts[slot].history) if slot in self.transcripts else 0)

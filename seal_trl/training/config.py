@@ -15,7 +15,7 @@ from trl import GRPOConfig
 
 from seal_envs.core.evolver import SETTINGS, Evolver
 
-from .advantage_weights import APPLY_TO, OFFICIAL_MAX_SCALE, OFFICIAL_MIN_SCALE, TAG_SOURCES, WEIGHTING_MODES
+from ..weighting.advantage_weights import APPLY_TO, OFFICIAL_MAX_SCALE, OFFICIAL_MIN_SCALE, TAG_SOURCES, WEIGHTING_MODES
 
 __all__ = ["SEALConfig", "WEIGHTING_MODES", "APPLY_TO", "TAG_SOURCES"]
 
@@ -47,7 +47,7 @@ def _as_dict(value: Any, name: str) -> dict[str, Any] | None:
 
 @dataclass
 class SEALConfig(GRPOConfig):
-    """Configuration of :class:`~seal_trl.trainer.SEALGRPOTrainer` (a ``GRPOConfig`` subclass).
+    """Configuration of :class:`~seal_trl.training.trainer.SEALGRPOTrainer` (a ``GRPOConfig`` subclass).
 
     ``max_completion_length`` bounds the *whole* episode (model and environment tokens of every
     turn); ``None`` leaves only ``max_episode_steps`` as the bound.
@@ -79,7 +79,7 @@ class SEALConfig(GRPOConfig):
         default=0,
         metadata={"help": "Online filtering: a task whose last group had equal rewards (no GRPO gradient) is "
                           "replaced, before any episode is spent on it, for this many steps (0: off). See "
-                          "`seal_trl.sampling`."},
+                          "`seal_trl.training.sampling`."},
     )
     resample_uniform_groups: int = field(
         default=0,
@@ -90,11 +90,11 @@ class SEALConfig(GRPOConfig):
         default=True,
         metadata={"help": "Score the loss (and old/reference log-probabilities) with each prompt shared by several "
                           "rows of a micro-batch encoded once, its KV cache expanded to the rows "
-                          "(`seal_trl.prefix_loss`; same log-probabilities as TRL's to 1e-5). TRL's own path is used "
+                          "(`seal_trl.training.prefix_loss`; same log-probabilities as TRL's to 1e-5). TRL's own path is used "
                           "instead with several processes, PEFT, activation checkpointing, images, MoE aux losses "
                           "or caches other than full attention."},
     )
-    # -- the algorithm: how a group's rewards become advantages (seal_trl.algorithms) ----------
+    # -- the algorithm: how a group's rewards become advantages (seal_trl.training.algorithms) ----------
     advantage_fn: str | None = field(
         default=None,
         metadata={"help": "Replace TRL's group-normalised advantages with this function of the group's env rewards "

@@ -3,9 +3,9 @@
 ``MultiTurnRollout.run(envs, seeds)`` resets each env with its seed, renders the first messages
 through the chat template (with ``tools=info["tools"]``), then per turn makes **one** batched
 generate call for all episodes still running, steps every env with its decoded text and appends
-the environment's reply (see :class:`seal_trl.chat.Transcript`). A generator with
+the environment's reply (see :class:`seal_trl.play.chat.Transcript`). A generator with
 ``generate_episodes(keys, sequences, max_new_tokens)`` and ``release(keys)`` (the KV-cached
-:class:`seal_trl.engine.KVCacheEngine`, which a ``transformers`` model gets) is called with each
+:class:`seal_trl.play.engine.KVCacheEngine`, which a ``transformers`` model gets) is called with each
 episode's key, so it can keep the episode's cache between turns; the rollout releases a key when
 its episode ends. Per episode it returns what TRL's ``rollout_func`` contract needs:
 
@@ -94,7 +94,7 @@ class MultiTurnRollout:
     ``generate`` with an empty list, which collective generators (vLLM server mode, FSDP,
     ZeRO-3) need. ``eos_token_ids`` adds end-of-turn ids to the tokenizer's EOS.
     ``tools_in_prompt`` (``auto``, ``always``, ``never``): where the tools go when the chat template
-    drops ``tools`` (:func:`~seal_trl.chat.choose_tools_in_prompt`, as the HF agent of ``seal eval``
+    drops ``tools`` (:func:`~seal_trl.play.chat.choose_tools_in_prompt`, as the HF agent of ``seal eval``
     decides): with ``auto`` such a policy trains with the tools in its system message, not blind.
 
     ``generate_calls`` counts calls over the object's life; ``last_stats`` describes the last
