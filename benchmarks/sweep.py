@@ -87,6 +87,9 @@ VARIANTS: dict[str, list[str]] = {
                           "--set", "evolver_fade_threshold=0.05"],
     "arm_seal_t15": ["--weighting", "step", "--evolution", "--set", "evolver_raise_threshold=0.15",
                      "--set", "evolver_fade_threshold=0.05"],
+    # issue 31: outcome-reward RL at the cusp of a skill (a snapshot of the warm start's own schedule,
+    # --model), on the difficulty whose sampled success is strictly between 0 and 1 there
+    "cusp_d1": ["--weighting", "none", "--difficulties", "1", "--beta", "0", "--max-episode-steps", "6"],
 }
 
 #: The efficacy study's arms: stock GRPO and one SEAL part each. The default-threshold evolution
