@@ -90,6 +90,7 @@ VARIANTS: dict[str, list[str]] = {
     # issue 31: outcome-reward RL at the cusp of a skill (a snapshot of the warm start's own schedule,
     # --model), on the difficulty whose sampled success is strictly between 0 and 1 there
     "cusp_d1": ["--weighting", "none", "--difficulties", "1", "--beta", "0", "--max-episode-steps", "6"],
+    "cusp_d1_80": ["--weighting", "none", "--difficulties", "1", "--beta", "0", "--max-episode-steps", "6", "--steps", "80"],
 }
 
 #: The efficacy study's arms: stock GRPO and one SEAL part each. The default-threshold evolution
