@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("train", help="GRPO from the shipped default agent with held-out evaluation before and "
-                       "after (defaults: about 7 min on 2 CPU cores)")
+                       "after (defaults: about 5 min on 2 CPU cores)")
     add_train_arguments(p)
     p.set_defaults(func=cmd_train)
 
