@@ -9,6 +9,9 @@ import math
 from typing import Any
 
 from seal_cli.common import add_mcp_arguments
+from seal_envs.core.surface import PRESETS
+from seal_envs.core.weighting import MODES as WEIGHTING_MODES
+from seal_envs.openai_agent import TOOLS_IN_PROMPT
 from seal_trl.training.algorithms import ALGORITHMS  # plain data; loads no torch
 from seal_trl.training.train import RECIPE  # the recipe's numbers; importing seal_trl.training.train loads no torch
 
@@ -148,14 +151,14 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--algorithm", choices=sorted(ALGORITHMS), default=None,
                    help="an RL algorithm of the matrix as its SEALConfig fields (seal_trl.training.algorithms): they win over "
                         "--loss-type and --weighting, and --set wins over them (default: the flags alone)")
-    p.add_argument("--weighting", default=r["weighting"], choices=["none", "trajectory", "step"],
+    p.add_argument("--weighting", default=r["weighting"], choices=list(WEIGHTING_MODES),
                    help="SEAL's advantage reweighting from turn labels (default %(default)s; none = stock GRPO)")
     p.add_argument("--evolution", action=argparse.BooleanOptionalAction, default=r["evolution"],
                    help="let the evolver change the training surface; evaluation stays canonical (default off)")
-    p.add_argument("--surface", default="canonical", choices=["canonical", "observation_lite"],
+    p.add_argument("--surface", default="canonical", choices=list(PRESETS),
                    help="training surface preset (observation_lite: the paper's static hints; default %(default)s); "
                         "evaluation stays canonical")
-    p.add_argument("--tools-in-prompt", choices=["auto", "always", "never"], default="auto",
+    p.add_argument("--tools-in-prompt", choices=list(TOOLS_IN_PROMPT), default="auto",
                    help="where the tools go when the model's chat template drops `tools`: auto puts them in the "
                         "system message then, as `seal eval` does (default %(default)s)")
     p.add_argument("--curriculum", action="store_true", help="sample tasks by the evolver's curriculum (default off)")

@@ -26,6 +26,7 @@ from seal_cli.args import (add_train_arguments, config_field_flags, config_file_
 from seal_cli.common import SPLIT_CHOICES, CLIError, add_mcp_arguments
 from seal_cli.env_commands import SERVE_DEFAULT_ENV, cmd_envs, cmd_play, cmd_report, cmd_serve, cmd_show
 from seal_cli.model_commands import cmd_eval, cmd_train, cmd_warmstart
+from seal_envs.openai_agent import TOOLS_IN_PROMPT
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=positive_int, default=16,
                    help="openai agents: chat requests in flight at once, >= 1, at most one per running episode "
                         "of a batch, so also at most --batch-size; other agents ignore it (default %(default)s)")
-    p.add_argument("--tools-in-prompt", choices=["auto", "always", "never"], default="auto",
+    p.add_argument("--tools-in-prompt", choices=list(TOOLS_IN_PROMPT), default="auto",
                    help="openai agents: where the tools go. auto: the request's `tools` field, unless a probe at "
                         "the start (the same short request with and without a tool, compared by "
                         "usage.prompt_tokens) finds that the server ignores or refuses it; then the system "

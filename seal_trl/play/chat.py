@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from seal_envs.core.call_formats import CALL_MARKER_TOKENS
+from seal_envs.openai_agent import TOOLS_IN_PROMPT
 
 __all__ = ["ActionDecoder", "ChatRenderer", "Transcript", "make_renderer", "tools_note"]
 
@@ -207,7 +208,6 @@ class Transcript:
 
 
 # -- tools the chat template drops: the tool list as text in the system message (issue 32) ---------
-TOOLS_IN_PROMPT = ("auto", "always", "never")
 
 
 def template_tools_probe(renderer: Any) -> Any:

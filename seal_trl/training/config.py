@@ -14,12 +14,14 @@ from typing import Any
 from trl import GRPOConfig
 
 from seal_envs.core.evolver import SETTINGS, Evolver
+from seal_envs.core.surface import PRESETS
+from seal_envs.openai_agent import TOOLS_IN_PROMPT
 
 from ..weighting.advantage_weights import APPLY_TO, OFFICIAL_MAX_SCALE, OFFICIAL_MIN_SCALE, TAG_SOURCES, WEIGHTING_MODES
 
 __all__ = ["SEALConfig", "WEIGHTING_MODES", "APPLY_TO", "TAG_SOURCES"]
 
-SURFACE_PRESETS = ("canonical", "observation_lite")  # seal_envs.core.surface.PRESETS
+SURFACE_PRESETS = PRESETS
 
 #: SEALConfig's field for each evolver setting (seal_envs.core.evolver.SETTINGS, where their
 #: defaults, help and bounds live): ``evolver_<name>``, the curriculum's under their own names.
@@ -193,7 +195,7 @@ class SEALConfig(GRPOConfig):
 
     def _check_choices(self) -> None:
         for name, allowed in (("weighting", WEIGHTING_MODES), ("apply_to", APPLY_TO), ("tag_source", TAG_SOURCES),
-                              ("surface_preset", SURFACE_PRESETS), ("tools_in_prompt", ("auto", "always", "never"))):
+                              ("surface_preset", SURFACE_PRESETS), ("tools_in_prompt", TOOLS_IN_PROMPT)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.renormalize and self.weighting != "step":
