@@ -21,7 +21,6 @@ import sys
 from pathlib import Path
 
 from benchmarks import sweep
-from seal_envs.run_folder import EVALUATION_FILE
 from seal_trl.training.algorithms import ALGORITHMS
 
 ENVIRONMENTS: dict[str, list[str]] = {
@@ -80,16 +79,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    out = Path(args.out)
-    if not args.report_only:
-        todo = [(c, s) for c in args.cells for s in args.seeds
-                if not (sweep.run_dir(out, c, s) / EVALUATION_FILE).exists()]
-        sweep.launch_all(todo, out, args.steps, args.eval_tasks, max(1, args.workers), args.cells)
-    rows = sweep.load_runs(out)
-    table = sweep.markdown(rows) + "\n" + sweep.paired(rows, BASELINE)
-    (out / "matrix.md").write_text(table)
-    sweep.plot(rows, out / "matrix.png")
-    print(table)
+    print(sweep.run_and_report(Path(args.out), args.cells, args.seeds, args.steps, args.eval_tasks, args.workers,
+                               BASELINE, ("matrix.md", "matrix.png"), args.report_only))
 
 
 if __name__ == "__main__":

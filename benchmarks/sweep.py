@@ -271,20 +271,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def run_and_report(out: Path, variants: dict[str, list[str]], seeds: list[int], steps: int | None, eval_tasks: int,
+                   workers: int, baseline: str | None, files: tuple[str, str], report_only: bool = False) -> str:
+    """Run every (variant, seed) not done yet, then write the tables (paired against ``baseline``
+    when given) and the plot into ``out`` under ``files`` (markdown, png); return the tables."""
+    if not report_only:
+        todo = [(v, s) for v in variants for s in seeds if not (run_dir(out, v, s) / EVALUATION_FILE).exists()]
+        launch_all(todo, out, steps, eval_tasks, max(1, workers), variants)
+    rows = load_runs(out)
+    table = markdown(rows) + ("\n" + paired(rows, baseline) if baseline else "")
+    (out / files[0]).write_text(table)
+    plot(rows, out / files[1])
+    return table
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    out = Path(args.out)
-    if not args.report_only:
-        todo = [(v, s) for v in args.variants for s in args.seeds
-                if not (run_dir(out, v, s) / EVALUATION_FILE).exists()]
-        model = ["--model", args.model] if args.model else []
-        launch_all(todo, out, args.steps, args.eval_tasks, max(1, args.workers),
-                   {v: [*VARIANTS[v], *model] for v in args.variants})
-    rows = load_runs(out)
-    table = markdown(rows) + ("\n" + paired(rows, args.baseline) if args.baseline else "")
-    (out / "table.md").write_text(table)
-    plot(rows, out / "recipe.png")
-    print(table)
+    model = ["--model", args.model] if args.model else []
+    print(run_and_report(Path(args.out), {v: [*VARIANTS[v], *model] for v in args.variants}, args.seeds, args.steps,
+                         args.eval_tasks, args.workers, args.baseline, ("table.md", "recipe.png"), args.report_only))
 
 
 if __name__ == "__main__":
