@@ -21,7 +21,6 @@ from ..weighting.advantage_weights import APPLY_TO, OFFICIAL_MAX_SCALE, OFFICIAL
 
 __all__ = ["SEALConfig", "WEIGHTING_MODES", "APPLY_TO", "TAG_SOURCES"]
 
-SURFACE_PRESETS = PRESETS
 
 #: SEALConfig's field for each evolver setting (seal_envs.core.evolver.SETTINGS, where their
 #: defaults, help and bounds live): ``evolver_<name>``, the curriculum's under their own names.
@@ -195,7 +194,7 @@ class SEALConfig(GRPOConfig):
 
     def _check_choices(self) -> None:
         for name, allowed in (("weighting", WEIGHTING_MODES), ("apply_to", APPLY_TO), ("tag_source", TAG_SOURCES),
-                              ("surface_preset", SURFACE_PRESETS), ("tools_in_prompt", TOOLS_IN_PROMPT)):
+                              ("surface_preset", PRESETS), ("tools_in_prompt", TOOLS_IN_PROMPT)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.renormalize and self.weighting != "step":
