@@ -29,17 +29,28 @@ from seal_cli.model_commands import cmd_eval, cmd_train, cmd_warmstart
 from seal_envs.openai_agent import TOOLS_IN_PROMPT
 
 
+class SealParser(argparse.ArgumentParser):
+    """A usage error (a wrong flag, a bad value, a missing argument) is the same one
+    ``seal: error:`` line and exit status 2 as every other expected failure, not argparse's usage
+    block: the line names the command whose ``--help`` lists the flags."""
+
+    def error(self, message: str):  # type: ignore[override]
+        command = self.prog.split(" ", 1)[1] if " " in self.prog else ""
+        hint = f"`seal {command} --help`" if command else "`seal --help`"
+        self.exit(2, f"seal: error: {message} ({hint} lists the flags)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Every flag's help names its default and unit, and every number is checked as it is parsed
     (``tests/test_cli.py`` holds every option of every subcommand to both)."""
-    parser = argparse.ArgumentParser(
+    parser = SealParser(
         prog="seal", description="SEAL-Gym: tool-use environments that co-evolve with the agent. See docs/cli.md.",
         epilog=f"Exit status: 0 success, 1 `seal play` input ended early, 2 an error (one 'seal: error:' line; "
                f"--debug or {DEBUG_ENV}=1 shows its traceback), 130 interrupted.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     parser.add_argument("--debug", action="store_true", help=f"show the traceback of an error (default off; "
                         f"or set {DEBUG_ENV}=1)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=SealParser)
 
     p = sub.add_parser("envs", help="list registered environment ids, their domains and split sizes (about a second)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table (default off)")
@@ -232,7 +243,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[argparse.N
     args, extra = parser.parse_known_args(argv)
     if args.command != "train":
         if extra:
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            parser._subparsers._group_actions[0].choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
         return args, extra
     from_file = 0
     if args.config:

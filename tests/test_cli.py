@@ -417,3 +417,19 @@ def test_progress_bar_callback(capsys):
     quiet = progress_bar("work", "step", quiet=True)
     quiet(1, 1)
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["show", "--bogus"], "seal show --help"),
+    (["envs", "--bogus"], "unrecognized arguments: --bogus (`seal envs --help`"),
+    (["train", "--algorithm", "ppo"], "invalid choice: 'ppo'"),
+    (["eval", "seal/ToolUse-Bank-v0", "--agent", "oracle", "--limit", "0"], "--limit: must be at least 1"),
+    (["nosuch"], "invalid choice: 'nosuch'"),
+])
+def test_a_usage_error_is_one_error_line_and_exit_2(argv, fragment, capsys):
+    from seal_cli.main import main
+
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and err.startswith("seal: error: ") and fragment in err, err
