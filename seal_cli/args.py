@@ -11,9 +11,10 @@ from typing import Any
 from seal_cli.common import add_mcp_arguments
 from seal_envs.core.surface import PRESETS
 from seal_envs.core.weighting import MODES as WEIGHTING_MODES
+from seal_envs.env import REWARD_MODES
 from seal_envs.openai_agent import TOOLS_IN_PROMPT
-from seal_trl.training.algorithms import ALGORITHMS  # plain data; loads no torch
-from seal_trl.training.train import RECIPE  # the recipe's numbers; importing seal_trl.training.train loads no torch
+from seal_trl.training.algorithms import ALGORITHMS, LOSS_TYPES  # plain data; loads no torch
+from seal_trl.training.train import RECIPE, RL_TASK_POOLS  # the recipe's numbers; importing seal_trl.training.train loads no torch
 
 
 def _at_least(minimum: int):
@@ -120,20 +121,20 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="sampling temperature of the training episodes, > 0 (default %(default)s)")
     p.add_argument("--beta", type=non_negative_float, default=r["beta"],
                    help="KL coefficient to the starting model, >= 0 (default %(default)s: keeps what the warm start can do; 0 turns it off)")
-    p.add_argument("--loss-type", default=r["loss_type"], choices=["grpo", "dapo", "dr_grpo", "bnpo"],
+    p.add_argument("--loss-type", default=r["loss_type"], choices=list(LOSS_TYPES),
                    help="TRL's loss normalisation (default %(default)s)")
     p.add_argument("--num-iterations", type=positive_int, default=r["num_iterations"],
                    help="optimisation passes over each batch of rollouts (default %(default)s)")
     p.add_argument("--difficulties", type=_difficulties, default=_difficulties(r["difficulties"]),
                    help=f"difficulties (1 to 4) of the RL tasks, e.g. 1,2 (default {r['difficulties']})")
-    p.add_argument("--rl-tasks", default=r["rl_tasks"], choices=["fresh", "train"],
+    p.add_argument("--rl-tasks", default=r["rl_tasks"], choices=list(RL_TASK_POOLS),
                    help="fresh: new generated tasks that neither the warm start nor any split has seen; "
                         "train: the train split's 400 (sources without a generator, such as BFCL, always "
                         "use these) (default %(default)s)")
     p.add_argument("--rl-tools", type=_names, default=_names(r["rl_tools"]),
                    help="only RL tasks whose reference plan calls one of these tools, e.g. set_alert "
                         "(a tool whose arguments the agent gets wrong); default: every task")
-    p.add_argument("--reward-mode", default=r["reward_mode"], choices=["binary", "progress"],
+    p.add_argument("--reward-mode", default=r["reward_mode"], choices=list(REWARD_MODES),
                    help="binary: 1 when every check passed; progress: the fraction of user turns passed "
                         "(default %(default)s)")
     p.add_argument("--skip-uniform-tasks", type=non_negative_int, default=r["skip_uniform_tasks"],

@@ -81,6 +81,8 @@ from seal_envs.tasks import default_task_set
 #: ``seal``: the env's system line asks for the call format; ``qwen_fc``: BFCL's Qwen
 #: function-calling prompt (no line of the env's own; see :func:`seal_envs.bfcl.prompt.qwen_fc_prompt`).
 PROMPT_FORMATS = ("seal", "qwen_fc")
+#: ``binary``: 1 when every check passed; ``progress``: the fraction of user turns passed.
+REWARD_MODES = ("binary", "progress")
 
 #: Every info: what this step changed and where the episode stands.
 INFO_KEYS = ("new_messages", "user_turn", "tool_calls", "tool_results", "events", "step_label",
@@ -203,8 +205,8 @@ class ToolUseEnv(gym.Env):
                  max_steps: int = 24, reward_mode: str = "binary", surface: Surface | str | None = None,
                  diagnoser: Diagnoser | None = None, call_format: str = "hermes", prompt_format: str = "seal",
                  render_mode: str | None = None):
-        if reward_mode not in ("binary", "progress"):
-            raise ValueError(f"reward_mode must be 'binary' or 'progress', got {reward_mode!r}")
+        if reward_mode not in REWARD_MODES:
+            raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
         if max_steps < 1:
             raise ValueError(f"max_steps must be positive, got {max_steps}")
         if render_mode not in (None, *self.metadata["render_modes"]):

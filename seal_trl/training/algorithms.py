@@ -17,7 +17,13 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable
 
-__all__ = ["ADVANTAGES", "ALGORITHMS", "leave_one_out", "mean_baseline", "resolve_advantage_fn"]
+__all__ = ["ADVANTAGES", "ALGORITHMS", "LOSS_TYPES", "leave_one_out", "mean_baseline", "resolve_advantage_fn"]
+
+
+#: TRL's loss normalisations that ``SEALConfig`` accepts: the token-level ones, where SEAL's
+#: ``[B, T]`` advantages enter TRL's clipped surrogate unchanged (TRL's sequence-level losses,
+#: ``luspo`` and ``vespo``, reduce the ratio per sequence before the advantage applies).
+LOSS_TYPES = ("grpo", "dapo", "dr_grpo", "bnpo")
 
 
 def leave_one_out(rewards: Any) -> Any:

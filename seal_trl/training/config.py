@@ -17,6 +17,7 @@ from seal_envs.core.evolver import SETTINGS, Evolver
 from seal_envs.core.surface import PRESETS
 from seal_envs.openai_agent import TOOLS_IN_PROMPT
 
+from .algorithms import LOSS_TYPES, resolve_advantage_fn
 from ..weighting.advantage_weights import APPLY_TO, OFFICIAL_MAX_SCALE, OFFICIAL_MIN_SCALE, TAG_SOURCES, WEIGHTING_MODES
 
 __all__ = ["SEALConfig", "WEIGHTING_MODES", "APPLY_TO", "TAG_SOURCES"]
@@ -188,13 +189,12 @@ class SEALConfig(GRPOConfig):
         self._check_choices()
         self._check_numbers()
         if self.advantage_fn is not None:
-            from .algorithms import resolve_advantage_fn
-
             resolve_advantage_fn(self.advantage_fn)  # a typo fails here, not after the first rollout
 
     def _check_choices(self) -> None:
         for name, allowed in (("weighting", WEIGHTING_MODES), ("apply_to", APPLY_TO), ("tag_source", TAG_SOURCES),
-                              ("surface_preset", PRESETS), ("tools_in_prompt", TOOLS_IN_PROMPT)):
+                              ("surface_preset", PRESETS), ("tools_in_prompt", TOOLS_IN_PROMPT),
+                              ("loss_type", LOSS_TYPES)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.renormalize and self.weighting != "step":

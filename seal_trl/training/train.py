@@ -16,6 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+#: Where RL tasks come from: ``fresh`` generated tasks no split has seen, or the ``train`` split.
+RL_TASK_POOLS = ("fresh", "train")
+
 #: The defaults of ``seal train`` (the recipe measured in docs/trainer.md).
 RECIPE = {
     "model": "default", "env": "seal/ToolUse-Bank-v0", "steps": 16, "tasks_per_step": 8, "num_generations": 8,
@@ -116,8 +119,8 @@ def rl_dataset(env_id: str, difficulties: tuple[int, ...] | None, env_kwargs: di
                              "(use the train split's tasks: --rl-tasks train)")
         return make_dataset(env_id, "train", env_kwargs=env_kwargs,
                             tasks=_fresh_using(size, task_set.domains, tuple(difficulties or ()) or (1, 2, 3, 4), tools))
-    if pool != "train":
-        raise ValueError(f"pool must be 'train' or 'fresh', got {pool!r}")
+    if pool not in RL_TASK_POOLS:
+        raise ValueError(f"pool must be one of {RL_TASK_POOLS}, got {pool!r}")
     ds = make_dataset(env_id, "train", env_kwargs=env_kwargs)
     if difficulties is None and not tools:
         return ds

@@ -33,6 +33,7 @@ def config(tmp_path, **kw):
     ({"tag_weights": "{not json"}, "tag_weights"),
     ({"tag_weights": {"pass": -1}}, "positive"),
     ({"max_episode_steps": 0}, "max_episode_steps"),
+    ({"loss_type": "luspo"}, "loss_type must be one of"),
 ])
 def test_config_rejects_inconsistent_values(tmp_path, kw, match):
     with pytest.raises(ValueError, match=match):
@@ -67,6 +68,29 @@ def test_evolver_settings_have_one_source(tmp_path):
                           ({"evolver_window": 0}, "window must be in [1, inf]")):
         with pytest.raises(ValueError, match=re.escape(fragment)):
             config(tmp_path, **bad)
+
+
+def test_cli_choices_come_from_the_modules_that_define_them():
+    """A choice list written twice drifts; the CLI reads each from where the value is checked."""
+    import argparse
+
+    from seal_cli.args import add_train_arguments
+    from seal_envs.core.surface import PRESETS
+    from seal_envs.core.weighting import MODES
+    from seal_envs.env import REWARD_MODES
+    from seal_envs.openai_agent import TOOLS_IN_PROMPT
+    from seal_trl.training.algorithms import ALGORITHMS, LOSS_TYPES
+    from seal_trl.training.train import RL_TASK_POOLS
+
+    p = argparse.ArgumentParser()
+    add_train_arguments(p)
+    choices = {a.dest: a.choices for a in p._actions if a.choices is not None}
+    assert tuple(choices["loss_type"]) == LOSS_TYPES and tuple(choices["reward_mode"]) == REWARD_MODES
+    assert tuple(choices["weighting"]) == tuple(MODES) and tuple(choices["surface"]) == tuple(PRESETS)
+    assert tuple(choices["tools_in_prompt"]) == tuple(TOOLS_IN_PROMPT)
+    assert sorted(choices["algorithm"]) == sorted(ALGORITHMS)
+    assert tuple(choices["rl_tasks"]) == RL_TASK_POOLS
+    assert {a["loss_type"] for a in ALGORITHMS.values()} <= set(LOSS_TYPES)
 
 
 LABELS = [[{"label": "ok", "turn": 0}, {"label": "format_error", "turn": 0}],
