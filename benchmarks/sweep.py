@@ -91,6 +91,8 @@ VARIANTS: dict[str, list[str]] = {
     # --model), on the difficulty whose sampled success is strictly between 0 and 1 there
     "cusp_d1": ["--weighting", "none", "--difficulties", "1", "--beta", "0", "--max-episode-steps", "6"],
     "cusp_d1_80": ["--weighting", "none", "--difficulties", "1", "--beta", "0", "--max-episode-steps", "6", "--steps", "80"],
+    "cusp_d1_80_cosine": ["--weighting", "none", "--difficulties", "1", "--beta", "0", "--max-episode-steps", "6",
+                          "--steps", "80", "--lr", "1e-3", "--set", "lr_scheduler_type=cosine", "--set", "warmup_steps=2"],
 }
 
 #: The efficacy study's arms: stock GRPO and one SEAL part each. The default-threshold evolution
