@@ -1,6 +1,8 @@
 """The copying benchmark's measurement: channel probabilities and greedy success side by side."""
 
+import pytest
 
+@pytest.mark.slow
 def test_measure_reads_the_channel_choice_and_greedy_success():
     from benchmarks.copying import measure
     from seal_trl.agent.tiny import load_model_and_tokenizer

@@ -14,6 +14,7 @@ def test_summarize_counts_success_by_difficulty_and_mixed_tasks():
     assert s["success"] == pytest.approx((1 + 0.5 + 0 + 0.5) / 4) and s["mixed"] == 0.5
 
 
+@pytest.mark.slow
 def test_scan_of_snapshots_writes_table_and_resumes(tmp_path, capsys):
     pytest.importorskip("torch")
     from seal_trl.agent.warmstart import WarmStartConfig, train_warmstart

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCHMARKS = Path(__file__).parent
 
 
@@ -14,6 +16,7 @@ def test_no_benchmark_module_shadows_the_standard_library():
     assert not names & set(sys.stdlib_module_names)
 
 
+@pytest.mark.slow
 def test_torch_imports_with_the_benchmarks_folder_first_on_the_path():
     """What ``python benchmarks/bench_trainer.py`` does before its first line runs."""
     code = f"import sys; sys.path.insert(0, {str(BENCHMARKS)!r}); import torch, multiprocessing.resource_tracker"

@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from seal_cli.common import add_mcp_arguments
+from seal_envs.core.evolver import CURRICULUM_MODES
 from seal_envs.core.surface import PRESETS
 from seal_envs.core.weighting import MODES as WEIGHTING_MODES
 from seal_envs.env import REWARD_MODES
@@ -162,7 +163,10 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tools-in-prompt", choices=list(TOOLS_IN_PROMPT), default="auto",
                    help="where the tools go when the model's chat template drops `tools`: auto puts them in the "
                         "system message then, as `seal eval` does (default %(default)s)")
-    p.add_argument("--curriculum", action="store_true", help="sample tasks by the evolver's curriculum (default off)")
+    p.add_argument("--curriculum", nargs="?", const=CURRICULUM_MODES[0], default=None, choices=list(CURRICULUM_MODES),
+                   help="sample tasks by the evolver's curriculum: bucket (the default mode: success rate of the "
+                        "task's difficulty near one half) or learnability (where the training surface's hints "
+                        "help most; needs --evolution or --surface observation_lite) (default off)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="random seed, >= 0 (default %(default)s)")
     p.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--gpu", action="store_true", help="train on the GPU with bf16 (default off: CPU, fp32)")

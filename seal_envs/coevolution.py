@@ -87,18 +87,27 @@ class CoEvolution:
             if any(frozen):
                 raise ValueError("a vector env mixes training and evaluation copies; give each its own CoEvolution.apply")
             if self.evolve_surface or self.surface.preset:
-                envs.call("set_surface", self.surface)
+                envs.set_attr("surface", [self.surface_for(j) for j in range(envs.num_envs)])
             if self.curriculum and self.evolver.updates:
                 envs.call("set_task_weights", self._weights_for(envs.get_attr("task_set")[0]))
             return
-        for env in [envs] if isinstance(envs, gym.Env) else envs:
+        for j, env in enumerate([envs] if isinstance(envs, gym.Env) else envs):
             base = env.unwrapped
             if base.surface.frozen:
                 continue
-            if (self.evolve_surface or self.surface.preset) and base.surface != self.surface:
-                base.set_surface(self.surface)
+            surface = self.surface_for(j)
+            if (self.evolve_surface or self.surface.preset) and base.surface != surface:
+                base.set_surface(surface)
             if self.curriculum and self.evolver.updates:
                 base.set_task_weights(self._weights_for(base.task_set))
+
+    def surface_for(self, position: int) -> Surface:
+        """The surface of the env at ``position`` in a batch. The learnability curriculum needs
+        both surfaces at the same policy, so every other env plays the canonical one: a GRPO
+        group (consecutive rows, an even size) then has half its episodes each way."""
+        if self.curriculum and self.evolver.curriculum_mode == "learnability" and position % 2 == 1:
+            return CANONICAL
+        return self.surface
 
     def _weights_for(self, task_set: Any) -> list[float]:
         key = id(task_set)  # the task set is kept with its weights, so its id cannot be reused meanwhile

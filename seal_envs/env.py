@@ -34,8 +34,9 @@ that are out of phase), ``surface_version``, ``task_id``, ``domain``, ``difficul
 ``tools`` only when the tool list shown changed (at reset, when a user turn brings new tools,
 under a new surface). The final info carries the whole episode: ``verdict``, ``step_labels``
 (one per action taken), ``official_turn_tags`` (the official SEAL tag of every user turn, see
-:mod:`seal_envs.core.official`), ``official_progress``, ``messages`` (the whole conversation)
-and ``tools``. Every info is fresh plain data, the caller's to keep or change. At any step
+:mod:`seal_envs.core.official`), ``official_progress``, ``surface_canonical`` (True when every
+observation of the episode came from the canonical surface: the curriculum's learnability compares
+the two), ``messages`` (the whole conversation) and ``tools``. Every info is fresh plain data, the caller's to keep or change. At any step
 ``env.unwrapped.messages`` and ``env.unwrapped.tools`` are the conversation and the tools so
 far as shared, read-only values (:mod:`seal_envs.core.frozen`): reading them copies nothing,
 and no reader can change what another sees.
@@ -90,7 +91,8 @@ INFO_KEYS = ("new_messages", "user_turn", "tool_calls", "tool_results", "events"
 #: Only when the tool list shown changed (at reset, when a user turn brings tools, after a new surface).
 CHANGED_INFO_KEYS = ("tools",)
 #: The final info: the whole episode.
-END_INFO_KEYS = ("verdict", "step_labels", "official_turn_tags", "official_progress", "messages", "tools")
+END_INFO_KEYS = ("verdict", "step_labels", "official_turn_tags", "official_progress", "surface_canonical", "messages",
+                 "tools")
 
 SYSTEM_PROMPT = (
     "You are a careful {domain} assistant. Use the tools to do what the user asks. "
@@ -256,6 +258,8 @@ class ToolUseEnv(gym.Env):
         if not isinstance(surface, Surface):
             raise TypeError(f"a surface is a seal_envs.core.surface.Surface, got {type(surface).__name__}")
         self._surface = surface
+        if self._episode is not None and surface.shows_hints:
+            self._episode.surface_canonical = False  # the rest of this episode shows the hints
 
     def set_task_weights(self, weights: Sequence[float] | None) -> None:
         """Sampling weights over the split's task indices (curriculum); None for uniform."""
@@ -297,7 +301,8 @@ class ToolUseEnv(gym.Env):
         specs = backend.tool_specs()
         self._episode = ep = Episode(
             task, backend, specs, backend.parse_action,  # a backend may read more syntax (BFCL's Python calls)
-            available=set(specs) - set(task.hidden_tools) | set(task.turns[0].new_tools))
+            available=set(specs) - set(task.hidden_tools) | set(task.turns[0].new_tools),
+            surface_canonical=not self.surface.shows_hints)
         system = self._system_text()
         ep.add(*([message("system", system)] if system else []), message("user", task.turns[0].message))
         return self._observation(), self._info(label=None)
@@ -488,7 +493,7 @@ class ToolUseEnv(gym.Env):
         official = official_score(verdict.turn_facts)
         return reward, {"verdict": verdict.to_dict(), "step_labels": [lb.to_dict() for lb in labels],
                         "official_turn_tags": list(official.tags), "official_progress": official.progress,
-                        "messages": thaw(ep.messages), "tools": thaw(self.tools)}
+                        "surface_canonical": ep.surface_canonical, "messages": thaw(ep.messages), "tools": thaw(self.tools)}
 
     # -- views ---------------------------------------------------------------------------
     def _observation(self) -> str:

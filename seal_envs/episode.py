@@ -48,6 +48,7 @@ class Episode:
     observed: int = 0  # messages already shown in an observation
     reported: int = 0  # messages already handed out in an info's new_messages
     tools_reported: Any = None  # the tool list the last info carried
+    surface_canonical: bool = True  # every observation so far came from the canonical surface
     verdict: Verdict | None = None
     labels: list[StepLabel] | None = None
     _messages_view: tuple | None = field(default=None, repr=False)

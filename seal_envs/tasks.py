@@ -56,6 +56,11 @@ class TaskSet:
         difficulty = 1 + (j // len(pool)) % 4
         return Slot(domain, difficulty, SEED_OFFSET[self.split] + index)
 
+    def task_id(self, index: int) -> str:
+        """The id of task ``index`` without generating it (the curriculum weighs every index)."""
+        s = self.slot(index)
+        return f"{s.domain}/{self.split}/d{s.difficulty}/{s.seed}"
+
     def __getitem__(self, index: int) -> Task:
         s = self.slot(index)
         return generate(s.domain, s.seed, s.difficulty, self.split)

@@ -131,8 +131,8 @@ def check_do_nothing_fails(env_id: str, splits: Iterable[str] = ("train", "test"
 
 # -- surface invariance --------------------------------------------------------------------
 #: What a surface may change: the text shown (observations, rendered messages and tools) and
-#: the surface's own version. Every other key of every ``info`` must be identical.
-SURFACE_KEYS = ("messages", "new_messages", "tools", "surface_version")
+#: what the info says of the surface itself. Every other key of every ``info`` must be identical.
+SURFACE_KEYS = ("messages", "new_messages", "tools", "surface_version", "surface_canonical")
 
 
 def fully_patched_surface(tools: Iterable[str]) -> Surface:
@@ -163,9 +163,9 @@ def _semantics(info: Mapping[str, Any], state: Any) -> str:
 def check_surface_invariance(env_id: str, seeds: Iterable[int] = (0, 1, 2), **kwargs: Any) -> int:
     """The same actions played under the canonical surface and under :func:`fully_patched_surface`
     give identical tool calls, results, events, states, labels, rewards and verdicts after every
-    step; only the observation, the rendered ``messages`` and ``tools`` and ``surface_version``
-    may differ. Three agents per seed: the oracle, a random agent and an oracle that stumbles
-    (every error kind's feedback). ``env_id`` must make a train env (an evaluation env refuses a
+    step; only the observation, the rendered ``messages`` and ``tools``, ``surface_version`` and
+    ``surface_canonical`` may differ. Three agents per seed: the oracle, a random agent and an
+    oracle that stumbles (every error kind's feedback). ``env_id`` must make a train env (an evaluation env refuses a
     patched surface by design). Returns the number of steps compared."""
     compared = 0
     canonical = gym.make(env_id, **kwargs)

@@ -69,6 +69,7 @@ def test_a_plain_gymnasium_loop_evolves_through_one_object():
     assert not hasattr(env.unwrapped, "evolve") and not hasattr(env.unwrapped, "evolver")  # envs only show
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_vector_envs_get_the_same_surface(mode):
     co = CoEvolution(KW)

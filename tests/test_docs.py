@@ -41,7 +41,14 @@ def chains(page: Path) -> list[list[tuple[str, str]]]:
 CHAINS = [(page, chain) for page in PAGES for chain in chains(page)]
 
 
-@pytest.mark.parametrize("page, chain", CHAINS, ids=["+".join(name for name, _ in c) for _, c in CHAINS])
+def _case(page: Path, chain: list[tuple[str, str]]):
+    """A chain that loads ``seal_trl`` (torch, often a training step) belongs to the slow lane."""
+    loads_torch = any("seal_trl" in code for _, code in chain)
+    return pytest.param(page, chain, id="+".join(name for name, _ in chain),
+                        marks=[pytest.mark.slow] if loads_torch else [])
+
+
+@pytest.mark.parametrize("page, chain", [_case(page, chain) for page, chain in CHAINS])
 def test_doc_blocks_run_as_pasted(page, chain, tmp_path):
     if page.name == "bfcl.md":
         pytest.importorskip("bfcl_eval")

@@ -55,6 +55,7 @@ def test_bad_registrations_are_clear_errors(notes):
         seal_envs.register_domain(Clash())
 
 
+@pytest.mark.slow
 def test_an_entry_point_registers_the_domain_for_the_cli(tmp_path):
     dist = tmp_path / "notes_plugin-0.1.dist-info"
     dist.mkdir()

@@ -168,6 +168,7 @@ def test_evaluation_envs_are_frozen():
     assert env.surface.frozen and env.surface == seal_envs.CANONICAL.freeze()
 
 
+@pytest.mark.slow
 def test_vector_async_matches_sync():
     results = {}
     actions = ["hello", '<tool_call>{"name": "get_balance", "arguments": {"account_id": "ACC-1001"}}</tool_call>',

@@ -266,6 +266,7 @@ def test_report_on_deeply_nested_metrics_is_one_error_line(tmp_path):
         assert "metrics.jsonl:2: nested deeper than 64 levels" in line
 
 
+@pytest.mark.slow
 def test_train_with_a_deep_or_aliased_yaml_config_is_one_error_line(tmp_path):
     deep = tmp_path / "deep.yaml"
     deep.write_text("steps: " + "[" * 5000 + "]" * 5000 + "\n")

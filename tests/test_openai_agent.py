@@ -98,6 +98,7 @@ def test_an_oversized_answer_is_refused(serve, monkeypatch):
         OpenAIChatAgent(server.url, "m", retries=0).act(None, INFO)
 
 
+@pytest.mark.slow
 def test_dropped_connections_are_retried_then_reported(serve):
     calls = []
 
@@ -272,6 +273,7 @@ def slow_server(serve, delay=0.3, fail_seed=None, hang_seed=None):
     return server
 
 
+@pytest.mark.slow
 def test_a_batch_of_episodes_has_many_requests_in_flight(serve):
     from seal_envs.eval import evaluate
 
@@ -288,6 +290,7 @@ def test_a_batch_of_episodes_has_many_requests_in_flight(serve):
     assert result.seconds < rounds * 0.3 + 2.0, (result.seconds, rounds)
 
 
+@pytest.mark.slow
 def test_concurrency_bounds_the_requests_in_flight(serve):
     from seal_envs.eval import evaluate
 

@@ -43,6 +43,7 @@ def test_surface_invariance_check_bites(monkeypatch):
         check_surface_invariance("seal/ToolUse-Bank-v0", seeds=(0,))
 
 
+@pytest.mark.slow
 def test_oracle_solves_every_task_of_every_split():
     """Train (400), test and ood of the mixture, which covers every native domain."""
     assert check_oracle_solves_all("seal/ToolUse-v0") == 800

@@ -191,6 +191,7 @@ def test_tools_in_prompt_writes_what_a_tool_calling_template_would():
     assert tools_in_prompt(messages[:2], []) == messages[:2]  # no tools: nothing added
 
 
+@pytest.mark.slow
 def test_seal_eval_says_where_the_tools_went_and_records_it(serve, tmp_path):
     server = serve(fake_model("ignore"))
     done, _ = _seal_eval(f"openai:{server.url}#m", "--quiet", "--out", str(tmp_path / "auto"))

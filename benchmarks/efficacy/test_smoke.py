@@ -31,6 +31,7 @@ def _micro():
     )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_efficacy_pipeline_writes_results_and_resumes(tmp_path):
     from benchmarks.efficacy.report import plot, summarize
@@ -83,6 +84,7 @@ def test_efficacy_pipeline_writes_results_and_resumes(tmp_path):
     assert any("cached" in line for line in logs)
 
 
+@pytest.mark.slow
 def test_shared_prefix_loss_equals_full_sequence_loss():
     """The warm start encodes a batch's common system prompt once; loss and gradients must match
     the plain full-sequence forward."""

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from . import statefile
+from .learnability import PassCounts, learnability_weights
 from .surface import MAX_LEVEL, SurfacePatch
 from .types import StepLabel
 
@@ -48,19 +49,23 @@ class EpisodeDiagnosis:
     difficulty: int
     passed: bool
     labels: tuple[StepLabel, ...]
+    surface_canonical: bool = True  # no hint shown: the learnability curriculum compares the two
 
     @staticmethod
     def from_info(info: Mapping[str, Any]) -> "EpisodeDiagnosis":
         """Build from the ``info`` dict of an episode's last step."""
         return EpisodeDiagnosis(info["task_id"], info["domain"], int(info.get("difficulty", 0)),
                                 bool(info["verdict"]["passed"]),
-                                tuple(StepLabel.from_dict(d) for d in info["step_labels"]))
+                                tuple(StepLabel.from_dict(d) for d in info["step_labels"]),
+                                bool(info.get("surface_canonical", True)))
 
 
 class Count(NamedTuple):
     """The key of one statistic: ``kind`` is ``episodes`` (per domain), ``bucket_n`` and
-    ``bucket_pass`` (per domain and difficulty), ``label`` (per turn label) or ``fail`` (episodes
-    of a domain failing a channel's scope). State files spell it ``kind|domain|...``."""
+    ``bucket_pass`` (per domain and difficulty), ``label`` (per turn label), ``fail`` (episodes
+    of a domain failing a channel's scope), or ``task_n`` and ``task_pass`` (per task, its domain
+    and difficulty, and ``channel`` ``canonical`` or ``hinted``: the surface it was played on).
+    State files spell it ``kind|domain|...``, a task id last since it may hold any character."""
 
     kind: str
     domain: str = ""
@@ -71,11 +76,19 @@ class Count(NamedTuple):
     def spelled(self) -> str:
         parts = {"episodes": (self.domain,), "bucket_n": (self.domain, self.difficulty),
                  "bucket_pass": (self.domain, self.difficulty), "label": (self.scope,),
-                 "fail": (self.domain, self.channel, self.scope)}[self.kind]
+                 "fail": (self.domain, self.channel, self.scope),
+                 "task_n": (self.domain, self.difficulty, self.channel, self.scope),
+                 "task_pass": (self.domain, self.difficulty, self.channel, self.scope)}[self.kind]
         return "|".join(map(str, (self.kind, *parts)))
 
     @staticmethod
     def parse(text: str) -> "Count":
+        kind, _, rest = text.partition("|")
+        if kind in TASK_KINDS:
+            parts = rest.split("|", 3)
+            if len(parts) == 4 and parts[1].lstrip("-").isdigit() and parts[2] in SURFACE_KINDS:
+                return Count(kind, parts[0], int(parts[1]), parts[2], parts[3])
+            raise ValueError(f"not an evolver statistic: {text!r}")
         kind, *parts = text.split("|")
         if kind == "episodes" and len(parts) == 1:
             return Count(kind, parts[0])
@@ -88,6 +101,11 @@ class Count(NamedTuple):
         raise ValueError(f"not an evolver statistic: {text!r}")
 
 
+#: Per-task statistics, and the two surfaces they are kept for.
+TASK_KINDS = ("task_n", "task_pass")
+SURFACE_KINDS = ("canonical", "hinted")
+
+
 def count_diagnoses(diagnoses: Iterable[EpisodeDiagnosis]) -> Counter:
     """The evolver's statistics of finished episodes: a pure count, so batches from any number of
     processes merge by addition in any order."""
@@ -96,6 +114,9 @@ def count_diagnoses(diagnoses: Iterable[EpisodeDiagnosis]) -> Counter:
         counts[Count("episodes", d.domain)] += 1
         counts[Count("bucket_n", d.domain, d.difficulty)] += 1
         counts[Count("bucket_pass", d.domain, d.difficulty)] += int(d.passed)
+        surface = SURFACE_KINDS[0] if d.surface_canonical else SURFACE_KINDS[1]
+        counts[Count("task_n", d.domain, d.difficulty, surface, d.task_id)] += 1
+        counts[Count("task_pass", d.domain, d.difficulty, surface, d.task_id)] += int(d.passed)
         for label in d.labels:
             counts[Count("label", scope=label.label)] += 1
         for channel, scope in sorted({s for s in map(label_scope, d.labels) if s is not None}):
@@ -114,9 +135,18 @@ def _parsed(counts: Mapping[str, int], source: str, name: str) -> Counter:
         raise statefile.StateFileError(f"{source}: field '{name}': {e}") from None
 
 
-def _setting(default: Any, help: str, minimum: float = 0, maximum: float | None = None) -> Any:
-    """A field of the evolver's configuration: its default, what it does and its bounds."""
-    return field(default=default, metadata={"help": help, "minimum": minimum, "maximum": maximum})
+def _setting(default: Any, help: str, minimum: float = 0, maximum: float | None = None,
+             choices: tuple[str, ...] | None = None) -> Any:
+    """A field of the evolver's configuration: its default, what it does and its bounds (or, for
+    a name, its choices)."""
+    bounds = {"choices": choices} if choices is not None else {"minimum": minimum, "maximum": maximum}
+    return field(default=default, metadata={"help": help, **bounds})
+
+
+#: How the curriculum weighs tasks: ``bucket``, by its (domain, difficulty) success rate ``p`` as
+#: ``floor + 4 p (1 - p)``; ``learnability``, by how much the hints help the task
+#: (:mod:`seal_envs.core.learnability`), every other training episode on the canonical surface.
+CURRICULUM_MODES = ("bucket", "learnability")
 
 
 @dataclass
@@ -133,6 +163,10 @@ class Evolver:
                                        "the env picks the task)")
     curriculum_floor: float = _setting(0.1, "curriculum: least sampling weight of a task")
     curriculum_ema: float = _setting(0.5, "curriculum: EMA factor of bucket success rates", maximum=1)
+    curriculum_mode: str = _setting("bucket", "curriculum: 'bucket' (success rate p of the task's domain and "
+                                              "difficulty, weight floor + 4p(1-p)) or 'learnability' (hinted minus "
+                                              "canonical success, half the episodes canonical)",
+                                    choices=CURRICULUM_MODES)
     # state: (channel, scope) keys for levels and streaks, (domain, difficulty) for buckets
     pending: Counter = field(default_factory=Counter)
     history: list[Counter] = field(default_factory=list)
@@ -140,6 +174,7 @@ class Evolver:
     raise_streak: dict[tuple[str, str], int] = field(default_factory=dict)
     fade_streak: dict[tuple[str, str], int] = field(default_factory=dict)
     bucket_success: dict[tuple[str, int], float] = field(default_factory=dict)
+    task_counts: Counter = field(default_factory=Counter)  # task_n / task_pass of every batch closed
     events: list[dict[str, Any]] = field(default_factory=list)
     updates: int = 0
 
@@ -150,6 +185,8 @@ class Evolver:
         for f in fields(self):  # every setting within its bounds
             low, high = f.metadata.get("minimum"), f.metadata.get("maximum")
             value = getattr(self, f.name)
+            if f.metadata.get("choices") is not None and value not in f.metadata["choices"]:
+                raise ValueError(f"{f.name} must be one of {f.metadata['choices']}, got {value!r}")
             if low is not None and not isinstance(value, bool) and (
                     value < low or (high is not None and value > high)):
                 raise ValueError(f"{f.name} must be in [{low}, {high if high is not None else 'inf'}], got {value}")
@@ -191,6 +228,7 @@ class Evolver:
         self.pending = Counter()
         self.updates += 1
         self._update_curriculum(batch)
+        self.task_counts.update({k: n for k, n in batch.items() if k.kind in TASK_KINDS})
         rates = self.rates()
         scopes = sorted(set(rates) | set(self.levels))
         patches = [p for channel, scope in scopes if (p := self._decide(channel, scope, rates.get((channel, scope), 0.0)))]
@@ -229,10 +267,23 @@ class Evolver:
         """Step labels per closed batch, oldest first (the window only keeps the last few)."""
         return [{k.scope: n for k, n in sorted(b.items()) if k.kind == "label"} for b in self.history]
 
+    def pass_counts(self) -> dict[str, PassCounts]:
+        """Episodes played and passed per task id, on the canonical surface and a hinted one."""
+        out: dict[str, list[int]] = {}
+        for key, n in sorted(self.task_counts.items()):
+            slot = 2 * SURFACE_KINDS.index(key.channel) + TASK_KINDS.index(key.kind)
+            out.setdefault(key.scope, [0, 0, 0, 0])[slot] += n
+        return {task_id: PassCounts(*v) for task_id, v in out.items()}
+
     def curriculum_weights(self, task_set) -> list[float]:
-        """Sampling weight per task index: ``floor + 4 p (1 - p)`` for the success rate ``p`` of
-        the task's (domain, difficulty) bucket, 1 for buckets not seen yet. GRPO learns only from
-        groups with mixed outcomes, which are likeliest where ``p`` is near one half."""
+        """Sampling weight per task index. ``bucket`` mode: ``floor + 4 p (1 - p)`` for the success
+        rate ``p`` of the task's (domain, difficulty) bucket, 1 for buckets not seen yet: GRPO
+        learns only from groups with mixed outcomes, which are likeliest where ``p`` is near one
+        half. ``learnability`` mode: :func:`~seal_envs.core.learnability.learnability_weights`."""
+        if self.curriculum_mode == "learnability":
+            ids = getattr(task_set, "task_id", None) or (lambda i: task_set[i].task_id)
+            tasks = [(ids(i), task_set.slot(i).domain, task_set.slot(i).difficulty) for i in range(len(task_set))]
+            return learnability_weights(tasks, self.pass_counts(), self.curriculum_floor)
         weights = []
         for i in range(len(task_set)):
             s = task_set.slot(i)
@@ -252,6 +303,7 @@ class Evolver:
             "raise_streak": _joined(self.raise_streak),
             "fade_streak": _joined(self.fade_streak),
             "bucket_success": _joined(self.bucket_success),
+            "task_counts": _spelled(self.task_counts),
             "events": self.events,
             "updates": self.updates,
         }
@@ -275,6 +327,9 @@ class Evolver:
         ev.levels, ev.raise_streak, ev.fade_streak = (_split(d[name], source, name) for name in ("levels", "raise_streak", "fade_streak"))
         ev.bucket_success = {(domain, int(difficulty)): rate for (domain, difficulty), rate
                              in _split(d["bucket_success"], source, "bucket_success").items()}
+        ev.task_counts = _parsed(d.get("task_counts", {}), source, "task_counts")
+        if any(k.kind not in TASK_KINDS for k in ev.task_counts):
+            raise statefile.StateFileError(f"{source}: field 'task_counts' holds a statistic that is not per task")
         ev.events, ev.updates = list(d["events"]), int(d["updates"])
         return ev
 
@@ -300,9 +355,11 @@ def setting_schema() -> dict[str, Any]:
     for f in fields(Evolver):
         if f.name not in SETTINGS:
             continue
-        kind = {"int": "integer", "float": "number", "bool": "boolean"}[str(f.type)]
+        kind = {"int": "integer", "float": "number", "bool": "boolean", "str": "string"}[str(f.type)]
         prop: dict[str, Any] = {"type": kind}
-        if kind != "boolean":
+        if kind == "string":
+            prop["enum"] = list(f.metadata["choices"])
+        elif kind != "boolean":
             prop["minimum"] = f.metadata["minimum"]
             if f.metadata["maximum"] is not None:
                 prop["maximum"] = f.metadata["maximum"]
@@ -323,6 +380,7 @@ STATE_SCHEMA = {
                    "propertyNames": {"pattern": "^(" + "|".join(MAX_LEVEL) + r")\|"}},
         "raise_streak": statefile.counts(), "fade_streak": statefile.counts(),
         "bucket_success": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1}},
+        "task_counts": statefile.counts(),  # optional: files written before the learnability mode lack it
         "events": {"type": "array", "items": {"type": "object"}},
         "updates": {"type": "integer", "minimum": 0},
     },

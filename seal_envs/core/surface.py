@@ -74,6 +74,11 @@ class Surface:
             raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}")
 
     # -- value semantics -----------------------------------------------------------------
+    @property
+    def shows_hints(self) -> bool:
+        """Whether the agent sees anything the canonical surface does not (a raised channel or a preset)."""
+        return bool(self.levels or self.preset)
+
     def level(self, channel: str, scope: str) -> int:
         for c, s, lv in self.levels:
             if c == channel and s == scope:

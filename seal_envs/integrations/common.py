@@ -21,7 +21,7 @@ __all__ = ["RECORD_KEYS", "chat_messages", "final_record", "is_final", "make_env
 #: are the env's info keys, so :meth:`seal_envs.CoEvolution.count` reads a record as it reads
 #: a final ``info``, whichever framework carried it.
 RECORD_KEYS = ("task_id", "domain", "difficulty", "surface_version", "verdict", "step_labels",
-               "official_turn_tags", "official_progress")
+               "official_turn_tags", "official_progress", "surface_canonical")
 FINAL_KEY = "verdict"  # present in an info dict exactly when the episode has ended
 #: Where frameworks put per-row data: verl and SkyRL ``extra_info``, SkyRL ``extras``, verifiers
 #: ``info``; a key at the top of the row wins over the same key in one of these.

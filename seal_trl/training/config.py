@@ -180,6 +180,7 @@ class SEALConfig(GRPOConfig):
     curriculum: bool = _evolver_field("curriculum")
     curriculum_floor: float = _evolver_field("curriculum_floor")
     curriculum_ema: float = _evolver_field("curriculum_ema")
+    curriculum_mode: str = _evolver_field("curriculum_mode")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -232,6 +233,10 @@ class SEALConfig(GRPOConfig):
         if self.curriculum and (self.skip_uniform_tasks or self.resample_uniform_groups):
             raise ValueError("curriculum=True lets the env pick tasks; it cannot be combined with skip_uniform_tasks "
                              "or resample_uniform_groups, which pick tasks in the trainer")
+        if self.curriculum and self.curriculum_mode == "learnability" and not (
+                self.evolution or self.surface_preset != "canonical"):
+            raise ValueError("curriculum_mode='learnability' compares the training surface's hints with the canonical "
+                             "surface: it needs evolution=True or a surface_preset such as observation_lite")
         if self.env_kwargs.get("max_steps", self.max_episode_steps) < 1:
             raise ValueError(f"env_kwargs['max_steps'] must be >= 1, got {self.env_kwargs['max_steps']}")
 

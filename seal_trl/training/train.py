@@ -47,7 +47,7 @@ def seal_config(args: argparse.Namespace, quiet: bool = False) -> Any:
         max_completion_length=args.max_episode_steps * (args.max_new_tokens + 96),
         env_id=args.env, env_kwargs={**_env_kwargs(args), "reward_mode": args.reward_mode}, max_episode_steps=args.max_episode_steps,
         max_new_tokens_per_step=args.max_new_tokens, weighting=args.weighting, evolution=args.evolution,
-        curriculum=args.curriculum, surface_preset=args.surface, evolver_min_episodes=4,
+        curriculum=args.curriculum is not None, curriculum_mode=args.curriculum or "bucket", surface_preset=args.surface, evolver_min_episodes=4,
         tools_in_prompt=getattr(args, "tools_in_prompt", "auto"),
         skip_uniform_tasks=args.skip_uniform_tasks, resample_uniform_groups=args.resample_uniform_groups,
         use_vllm=args.use_vllm, vllm_mode=args.vllm_mode,

@@ -56,6 +56,7 @@ def test_a_directory_copied_into_itself_is_refused_and_the_episode_goes_on():
     assert "verdict" in info
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)  # without the bounds the turn-closing step walked 2^100 directories
 def test_cp_and_mv_doubling_stops_at_the_bound_and_every_step_stays_fast():
     env = fs_env()
@@ -152,6 +153,7 @@ def _flatten(step, fresh) -> str:
     return "[" + ", ".join(calls) + "]"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @settings(max_examples=30, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -158,6 +158,7 @@ def test_a_client_killed_mid_episode_frees_its_env(served):
         client.wait()
 
 
+@pytest.mark.slow
 def test_an_idle_session_is_closed_and_its_client_told_why():
     s = Served(max_sessions=1, idle_timeout_s=1.0)      # OpenEnv checks every max(timeout / 4, 5) s
     try:

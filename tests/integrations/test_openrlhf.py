@@ -86,6 +86,7 @@ def test_the_agent_file_plays_a_multi_turn_episode_through_openrlhfs_executor(tm
     assert all(w == 0 for i, w in enumerate(weights) if i not in inside) and all(weights[i] > 0 for i in inside)
 
 
+@pytest.mark.slow
 def test_labels_pick_the_task_and_bad_ones_are_failed_episodes(tmp_path):
     executor = load_agent_file(tmp_path)
     by_json = run(executor, json.dumps({"task_id": PASSED[0], "env_id": "seal/ToolUse-v0"}))

@@ -43,6 +43,7 @@ def test_a_bad_server_or_task_file_is_one_error_line():
     assert out.returncode == 2 and "leave out the id" in out.stderr
 
 
+@pytest.mark.slow
 def test_train_takes_a_server_and_a_task_file(tmp_path):
     """seal train on your own tools: the MCP env's train split for RL, its test split evaluated."""
     out = tmp_path / "run"

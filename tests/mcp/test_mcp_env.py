@@ -162,6 +162,7 @@ def test_fresh_process_per_episode_without_a_reset_tool():
         env.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault, reason", [("crash", "exited"), ("hang", "did not answer within"),
                                            ("garbage", "did not answer within"), ("flood", "")])
 def test_a_misbehaving_server_gives_labelled_turns_and_leaves_no_process(fault, reason):

@@ -34,6 +34,7 @@ def children() -> set[int]:
     return {p.pid for p in psutil.Process().children(recursive=True)}
 
 
+@pytest.mark.slow
 def test_an_mcp_episode_through_gem_passes_with_the_record():
     gem = pytest.importorskip("gem")
     import seal_envs.integrations.gem  # noqa: F401  (registers the seal/ ids with GEM)
@@ -52,6 +53,7 @@ def test_an_mcp_episode_through_gem_passes_with_the_record():
     assert children() <= before  # close() took the server down
 
 
+@pytest.mark.slow
 def test_an_mcp_episode_through_skyrl_gym_passes_with_the_record():
     skyrl_gym = pytest.importorskip("skyrl_gym")
     import seal_envs.integrations.skyrl  # noqa: F401
@@ -67,6 +69,7 @@ def test_an_mcp_episode_through_skyrl_gym_passes_with_the_record():
     assert outputs[-1]["metadata"]["step_labels"] == info["step_labels"]
 
 
+@pytest.mark.slow
 def test_an_mcp_env_served_over_openenv_plays_to_the_verdict():
     pytest.importorskip("openenv.core.env_server", exc_type=ImportError)  # mcp >= 2 (verifiers) breaks its import
     import socket
@@ -97,6 +100,7 @@ def test_an_mcp_env_served_over_openenv_plays_to_the_verdict():
         thread.join(10)
 
 
+@pytest.mark.slow
 def test_seal_serve_takes_a_server_and_a_task_file():
     import subprocess
 

@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 
+@pytest.mark.slow
 def test_make_checkpoint_writes_weights_tokenizer_and_provenance(tmp_path, monkeypatch):
     from seal_trl.agent import checkpoint
     from seal_trl.agent.tiny import load_model_and_tokenizer

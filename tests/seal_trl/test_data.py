@@ -79,6 +79,7 @@ def test_unmodified_grpo_trainer_trains_with_the_rollout_func(tok, tmp_path):
     assert any(not torch.equal(before[n], p.detach()) for n, p in trainer.model.named_parameters())
 
 
+@pytest.mark.slow
 def test_stock_rollout_func_evolves_the_surface_with_a_coevolution(tok, tmp_path):
     """One process: the rollout_func steps its CoEvolution on each training batch's own counts (the
     gather is the identity), hands the surface to its envs, and evaluation plays on frozen envs."""

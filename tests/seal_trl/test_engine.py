@@ -59,6 +59,7 @@ def test_lcp():
     assert all(_lcp(list(range(50)), list(range(k)) + [-1] * (50 - k)) == k for k in range(51))
 
 
+@pytest.mark.slow
 def test_greedy_turns_equal_uncached_generation_and_caches_are_reused(model, tok):
     # seeds 0 and 4 share a 512-token prompt prefix, 0/2/4 share the bank system text, 0 appears twice
     seqs = prompts(tok, [0, 0, 2, 4, 1, 3])

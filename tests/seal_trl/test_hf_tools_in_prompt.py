@@ -75,6 +75,7 @@ def _rollout_prompts(template: str | None, mode: str) -> tuple[list[str], list[s
             [tokenizer.decode(r.prompt_ids + r.completion_ids) for r in results], rollout)
 
 
+@pytest.mark.slow
 def test_the_training_rollout_puts_tools_in_the_prompt_of_a_template_without_them():
     prompts, episodes, rollout = _rollout_prompts(CHATML, "auto")
     assert rollout.prompt_tools and rollout.tools_probe.verdict == "ignores"

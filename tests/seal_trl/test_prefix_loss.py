@@ -81,6 +81,7 @@ def assert_same(trainer, ids, mask, keep, batch_size=None):
     return stats
 
 
+@pytest.mark.slow
 def test_real_batch_matches_trl(batch):
     trainer, out = batch
     ids, mask, keep = layout(out, list(range(8)))
@@ -106,6 +107,7 @@ def test_prompt_reaches_the_scores(batch):
     assert float((full - short).abs().max()) > 100 * TOL
 
 
+@pytest.mark.slow
 def test_shuffled_partial_groups_and_singles(batch):
     """TRL shuffles and splits: rows of a group come in any order, partial, next to single rows."""
     trainer, out = batch
@@ -117,6 +119,7 @@ def test_shuffled_partial_groups_and_singles(batch):
     assert stats["shared_rows"] == 2 and stats["plain_rows"] == 1
 
 
+@pytest.mark.slow
 def test_chunks_of_batch_size(batch):
     trainer, out = batch
     ids, mask, keep = layout(out, [0, 4, 1, 5, 2, 6, 3, 7])

@@ -137,3 +137,41 @@ def test_evaluate_policy_runs_the_model_where_it_is(monkeypatch):
     with pytest.raises(RuntimeError, match="recorded"):
         evaluate_policy(OnMeta(), None, "test", 1)
     assert seen["device"] == "meta"
+
+
+class HintedOnlyPolicy(ScriptedPolicy):
+    """Passes with the training surface's hints and gives up without them: learnability 1 everywhere."""
+
+    def action(self, env):
+        from seal_envs.agents import OracleAgent
+
+        base = env.unwrapped
+        if not base.surface.shows_hints:
+            return self.GIVE_UP
+        if not base.steps:
+            self.agents[id(env)] = OracleAgent()
+        return self.agents[id(env)].act(env, {"user_turn": base.user_turn})
+
+
+def test_learnability_curriculum_plays_both_surfaces_per_group_and_weighs_by_the_gap(tok, tmp_path):
+    from seal_trl.play.data import make_dataset
+    from seal_trl.training.trainer import SEALGRPOTrainer
+
+    with pytest.raises(ValueError, match="needs evolution=True or a surface_preset"):
+        cpu_args(tmp_path, curriculum=True, curriculum_mode="learnability", evolution=False)
+    args = cpu_args(tmp_path, per_device_train_batch_size=4, num_generations=2, evolution=False, weighting="none",
+                    max_steps=2, curriculum=True, curriculum_mode="learnability", surface_preset="observation_lite")
+    policy = HintedOnlyPolicy(tok)
+    trainer = SEALGRPOTrainer(model=small_model(tok), args=args, train_dataset=make_dataset(num_rows=8),
+                              processing_class=tok, generate_fn=policy)
+    policy.rollout = trainer.seal_rollout
+    trainer.train()
+    counts = trainer.seal_coevolution.evolver.pass_counts()
+    # each group: one episode each way on the same task; only the hinted ones pass (the oracle may
+    # still run out of steps on a long task)
+    assert counts and all(c.canonical_n == c.hinted_n > 0 and c.canonical_pass == 0 for c in counts.values())
+    assert sum(c.hinted_pass for c in counts.values()) > 0
+    weights = trainer.seal_pools["train"].envs[0].unwrapped.task_weights
+    task_set = trainer.seal_pools["train"].envs[0].unwrapped.task_set
+    solved = [i for i in range(len(task_set)) if counts.get(task_set.task_id(i), (0, 0, 1, 0))[3] == 1]
+    assert solved and weights[solved[0]] == pytest.approx(weights.max())  # floor + 1: the largest weight

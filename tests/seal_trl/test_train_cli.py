@@ -174,3 +174,18 @@ def test_report_to_tensorboard_and_lora_in_a_real_run(tmp_path):
     events = list(tmp_path.rglob("events.out.tfevents.*"))
     assert events and events[0].stat().st_size > 0, sorted(str(p) for p in tmp_path.rglob("*"))
     assert (out / "model" / "adapter_config.json").is_file()  # peft saved the adapters, not a full model
+
+
+def test_curriculum_flag_names_its_mode():
+    from seal_cli.main import _parse, build_parser
+    from seal_trl.training.train import seal_config
+
+    parser = build_parser()
+    plain = seal_config(_parse(parser, ["train"])[0])
+    assert (plain.curriculum, plain.curriculum_mode) == (False, "bucket")
+    bucket = seal_config(_parse(parser, ["train", "--curriculum", "--steps", "3"])[0])
+    assert (bucket.curriculum, bucket.curriculum_mode, bucket.max_steps) == (True, "bucket", 3)
+    hinted = seal_config(_parse(parser, ["train", "--curriculum", "learnability", "--evolution"])[0])
+    assert (hinted.curriculum, hinted.curriculum_mode) == (True, "learnability")
+    with pytest.raises(ValueError, match="needs evolution=True"):
+        seal_config(_parse(parser, ["train", "--curriculum", "learnability"])[0])

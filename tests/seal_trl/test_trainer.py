@@ -170,6 +170,7 @@ def test_weights_apply_once_with_iterations_and_accumulation(tok, tmp_path):
     torch.testing.assert_close(gen["advantages"], expected_advantages("step", gen), rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_checkpoint_resume_restores_surface_and_evolver(tok, tmp_path):
     common = dict(weighting="trajectory", evolver_raise_threshold=0.2, evolver_fade_threshold=0.0, max_steps=3,
                   save_strategy="steps", save_steps=2)
@@ -217,6 +218,7 @@ def test_trainer_samples_with_its_own_model_and_evaluates_on_canonical_envs(tok,
     assert all(env.unwrapped.surface.frozen for env in trainer.seal_pools["eval"].envs)
 
 
+@pytest.mark.slow
 def test_dynamic_tag_weights_move_clear_each_epoch_and_resume_from_checkpoints(tok, tmp_path):
     # 4 tasks, 2 per step: an epoch is 2 steps, so step 3 opens epoch 1 and clears the window
     common = dict(weighting="trajectory", dynamic_tag_weights=True, evolution=False, max_steps=3,
