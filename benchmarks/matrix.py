@@ -3,6 +3,8 @@
     python -m benchmarks.matrix --quick --out runs/matrix-quick           # about 10 min on 2 cores
     python -m benchmarks.matrix --out runs/matrix                         # 7 x 2 x 3 runs, about 2.5 h
     python -m benchmarks.matrix --out runs/matrix --report-only           # matrix.md and matrix.png again
+    python -m benchmarks.matrix --algorithms grpo --environments evolving_uniform evolving_learnability \
+        --baseline grpo.evolving_uniform --out runs/sampling                   # the learnability curriculum
 
 Each cell is ``seal train`` with one algorithm of :data:`seal_trl.training.algorithms.ALGORITHMS` (or a
 trainer config of your own: a YAML file of ``seal train`` flags and SEALConfig fields, such as
@@ -23,10 +25,18 @@ from pathlib import Path
 from benchmarks import sweep
 from seal_trl.training.algorithms import ALGORITHMS
 
+EVOLVING = ["--evolution", "--set", "evolver_raise_threshold=0.15", "--set", "evolver_fade_threshold=0.05"]
+#: The curriculum samples the env's own train split, so both sampling cells play that pool.
+TRAIN_SPLIT = ["--rl-tasks", "train", "--difficulties", "1,2,3,4"]
 ENVIRONMENTS: dict[str, list[str]] = {
     "static": [],
-    "evolving": ["--evolution", "--set", "evolver_raise_threshold=0.15", "--set", "evolver_fade_threshold=0.05"],
+    "evolving": EVOLVING,
+    # sampling on the evolving environment (issue 31 item 4): uniform rows against the learnability
+    # curriculum, on the same tasks; pair them with --baseline ALGORITHM.evolving_uniform
+    "evolving_uniform": [*EVOLVING, *TRAIN_SPLIT],
+    "evolving_learnability": [*EVOLVING, *TRAIN_SPLIT, "--curriculum", "learnability"],
 }
+DEFAULT_ENVIRONMENTS = ("static", "evolving")
 BASELINE = "grpo.static"
 SEEDS = (0, 1, 2)
 QUICK = {"seeds": (0,), "steps": 2, "eval_tasks": 20}
@@ -58,7 +68,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", default="runs/matrix")
     p.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS),
                    help="built-in names or YAML trainer configs (default: all built-in)")
-    p.add_argument("--environments", nargs="+", choices=list(ENVIRONMENTS), default=list(ENVIRONMENTS))
+    p.add_argument("--environments", nargs="+", choices=list(ENVIRONMENTS), default=list(DEFAULT_ENVIRONMENTS),
+                   help="default: static evolving; evolving_uniform and evolving_learnability compare sampling "
+                        "modes on the train split")
+    p.add_argument("--baseline", default=BASELINE, help="the cell every other is paired against (default %(default)s)")
     p.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
     p.add_argument("--model", default=None, help="start every run from this model (default: the shipped agent)")
     p.add_argument("--steps", type=int, default=None, help="GRPO updates (default: the recipe's)")
@@ -74,13 +87,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.cells = cells(args.algorithms, args.environments, args.model)
     except ValueError as e:
         p.error(str(e))
+    if args.baseline not in args.cells:
+        p.error(f"--baseline {args.baseline} is not one of the cells: {', '.join(args.cells)}")
     return args
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     print(sweep.run_and_report(Path(args.out), args.cells, args.seeds, args.steps, args.eval_tasks, args.workers,
-                               BASELINE, ("matrix.md", "matrix.png"), args.report_only))
+                               args.baseline, ("matrix.md", "matrix.png"), args.report_only))
 
 
 if __name__ == "__main__":

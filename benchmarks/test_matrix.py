@@ -21,6 +21,21 @@ def test_every_algorithm_on_both_environments_paired_against_static_grpo():
     assert cmd[cmd.index("--algorithm") + 1] == "rloo" and "evolver_raise_threshold=0.15" in cmd
 
 
+def test_sampling_cells_play_the_same_tasks_and_pair_against_uniform():
+    from seal_cli.main import _parse, build_parser
+    from seal_trl.training.train import seal_config
+
+    args = matrix.parse_args(["--algorithms", "grpo", "--environments", "evolving_uniform", "evolving_learnability",
+                              "--baseline", "grpo.evolving_uniform"])
+    uniform, learn = (seal_config(_parse(build_parser(), ["train", *args.cells[c]])[0])
+                      for c in ("grpo.evolving_uniform", "grpo.evolving_learnability"))
+    assert (uniform.curriculum, learn.curriculum, learn.curriculum_mode) == (False, True, "learnability")
+    assert uniform.evolution and learn.evolution and uniform.evolver_raise_threshold == learn.evolver_raise_threshold
+    assert args.cells["grpo.evolving_learnability"][:-2] == args.cells["grpo.evolving_uniform"]
+    with pytest.raises(SystemExit):
+        matrix.parse_args(["--algorithms", "grpo", "--environments", "static", "--baseline", "grpo.evolving"])
+
+
 def test_a_users_algorithm_is_a_yaml_trainer_config(tmp_path):
     from seal_cli.main import _parse, build_parser
     from seal_trl.training.train import seal_config

@@ -166,7 +166,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--curriculum", nargs="?", const=CURRICULUM_MODES[0], default=None, choices=list(CURRICULUM_MODES),
                    help="sample tasks by the evolver's curriculum: bucket (the default mode: success rate of the "
                         "task's difficulty near one half) or learnability (where the training surface's hints "
-                        "help most; needs --evolution or --surface observation_lite) (default off)")
+                        "help most; needs --evolution or --surface observation_lite); the env picks from its whole "
+                        "train split: with --rl-tasks train --difficulties 1,2,3,4 (default off)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="random seed, >= 0 (default %(default)s)")
     p.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--gpu", action="store_true", help="train on the GPU with bf16 (default off: CPU, fp32)")

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from seal_envs.core.generator import DIFFICULTIES
+
 #: Where RL tasks come from: ``fresh`` generated tasks no split has seen, or the ``train`` split.
 RL_TASK_POOLS = ("fresh", "train")
 
@@ -36,6 +38,10 @@ def seal_config(args: argparse.Namespace, quiet: bool = False) -> Any:
 
     from seal_trl.training.config import SEALConfig
 
+    if args.curriculum is not None and (args.rl_tasks != "train" or set(args.difficulties) != set(DIFFICULTIES)
+                                        or getattr(args, "rl_tools", ())):
+        raise ValueError("--curriculum lets the env pick from its whole train split, so the RL tasks must be those: "
+                         "add --rl-tasks train --difficulties 1,2,3,4 (and no --rl-tools)")
     batch = args.tasks_per_step * args.num_generations
     fields = {**dict(
         output_dir=str(args.out), use_cpu=not args.gpu, bf16=args.gpu, activation_checkpointing=False,

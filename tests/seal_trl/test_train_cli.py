@@ -183,9 +183,12 @@ def test_curriculum_flag_names_its_mode():
     parser = build_parser()
     plain = seal_config(_parse(parser, ["train"])[0])
     assert (plain.curriculum, plain.curriculum_mode) == (False, "bucket")
-    bucket = seal_config(_parse(parser, ["train", "--curriculum", "--steps", "3"])[0])
+    pool = ["--rl-tasks", "train", "--difficulties", "1,2,3,4"]  # the env's train split, which it samples from
+    bucket = seal_config(_parse(parser, ["train", "--curriculum", "--steps", "3", *pool])[0])
     assert (bucket.curriculum, bucket.curriculum_mode, bucket.max_steps) == (True, "bucket", 3)
-    hinted = seal_config(_parse(parser, ["train", "--curriculum", "learnability", "--evolution"])[0])
+    hinted = seal_config(_parse(parser, ["train", "--curriculum", "learnability", "--evolution", *pool])[0])
     assert (hinted.curriculum, hinted.curriculum_mode) == (True, "learnability")
     with pytest.raises(ValueError, match="needs evolution=True"):
-        seal_config(_parse(parser, ["train", "--curriculum", "learnability"])[0])
+        seal_config(_parse(parser, ["train", "--curriculum", "learnability", *pool])[0])
+    with pytest.raises(ValueError, match="add --rl-tasks train --difficulties 1,2,3,4"):
+        seal_config(_parse(parser, ["train", "--curriculum"])[0])  # the recipe's fresh d2-3 tasks
