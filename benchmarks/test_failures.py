@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from benchmarks.failures import markdown, tally
 from seal_envs.tasks import generate
 
@@ -30,6 +32,7 @@ def test_tally_names_the_wrong_argument_and_what_was_written():
     assert "| set_alert | channel | 1 |" in markdown(failing, per_arg, written)
 
 
+@pytest.mark.slow
 def test_choice_scores_every_allowed_value_where_the_reference_writes_it():
     from benchmarks.failures import choice_markdown, choice_probabilities
     from seal_trl.agent.tiny import load_model_and_tokenizer

@@ -147,6 +147,7 @@ def test_eval_oracle_is_perfect_on_every_split(split, tmp_path):
     assert (tmp_path / "eval.md").read_text() == out.stdout
 
 
+@pytest.mark.slow
 def test_eval_json_output_and_bad_agent():
     out = seal("eval", "seal/ToolUse-Bank-v0", "--agent", "random", "--k", 1, "--limit", 2, "--json", "--quiet")
     assert out.returncode == 0, out.stderr
@@ -267,6 +268,7 @@ def test_openai_agent_in_process_sends_key_and_parses_tool_calls():
 
 
 # -- report ----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_report_command(tmp_path):
     from seal_envs.run_folder import RunWriter
 

@@ -449,6 +449,7 @@ def test_printing_the_env_and_its_spaces_fits_on_a_screen(env_id):
     vec.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_vector_envs_play_across_episode_ends(mode):
     """Copies out of phase (one resets while another steps) merge their infos: step_label is a

@@ -50,6 +50,7 @@ def test_oracle_solves_every_task_of_every_split():
     assert check_oracle_solves_all("seal/ToolUse-OOD-v0", splits=("ood",)) == 200
 
 
+@pytest.mark.slow
 def test_no_task_passes_without_work():
     assert check_do_nothing_fails("seal/ToolUse-v0") == 800
     assert check_do_nothing_fails("seal/ToolUse-OOD-v0", splits=("ood",)) == 200

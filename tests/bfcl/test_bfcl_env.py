@@ -163,6 +163,7 @@ def test_long_context_results_are_copies():
     assert first["tool_results"][0]["outsideTemperature"] != second["tool_results"][0]["outsideTemperature"]
 
 
+@pytest.mark.slow
 def test_contract_and_determinism():
     check_contract("seal/BFCL-MultiTurn-Base-v0", seeds=(0, 1))
     check_determinism("seal/BFCL-MultiTurn-v0", seeds=range(3))

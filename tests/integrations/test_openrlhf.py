@@ -64,6 +64,7 @@ def run(executor, label, engine=None, max_length=4096):
     return asyncio.run(executor.execute("ignored prompt", label, params, max_length, tokenizer, engine or FakeEngine()))
 
 
+@pytest.mark.slow
 def test_the_agent_file_plays_a_multi_turn_episode_through_openrlhfs_executor(tmp_path):
     executor = load_agent_file(tmp_path)
     task = next(t for t in PASSED if "/d3/" in t)

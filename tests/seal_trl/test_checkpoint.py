@@ -32,6 +32,7 @@ def test_make_checkpoint_writes_weights_tokenizer_and_provenance(tmp_path, monke
     assert tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False) == "<s><|user|>hi<|end|>"
 
 
+@pytest.mark.slow
 def test_steps_schedule_is_reproducible(tmp_path):
     from seal_trl.agent.warmstart import WarmStartConfig, load_warmstart, train_warmstart
 

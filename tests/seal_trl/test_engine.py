@@ -102,6 +102,7 @@ def test_a_sequence_that_rewrites_cached_tokens_is_resynced(model, tok):
     assert eng._entries["x"].tokens[:300] == short
 
 
+@pytest.mark.slow
 def test_generate_fn_contract_and_uncached_reference_agree_in_a_rollout(model, tok):
     def play(generate):
         rollout = MultiTurnRollout(tok, generate, max_episode_steps=4, max_new_tokens=10)

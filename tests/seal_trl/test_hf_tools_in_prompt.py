@@ -30,6 +30,7 @@ def _prompts(agent) -> list[str]:
     return [agent.tokenizer.decode(t.prompt_ids) for t in agent.transcripts.values()]
 
 
+@pytest.mark.slow
 def test_a_template_without_tools_gets_them_in_the_system_message():
     from seal_envs.eval import evaluate
 

@@ -72,6 +72,7 @@ def _trainer(tok, tmp_path, dataset, mixed, **overrides):
     return trainer
 
 
+@pytest.mark.slow
 def test_dynamic_sampling_replays_uniform_groups_on_mixed_tasks(tok, tmp_path):
     from seal_trl.play.data import make_dataset
 
@@ -89,6 +90,7 @@ def test_dynamic_sampling_replays_uniform_groups_on_mixed_tasks(tok, tmp_path):
     assert "task_memory" in trainer.seal_state_dict()
 
 
+@pytest.mark.slow
 def test_without_sampling_options_groups_stay_uniform(tok, tmp_path):
     from seal_trl.play.data import make_dataset
 
@@ -153,6 +155,7 @@ class HintedOnlyPolicy(ScriptedPolicy):
         return self.agents[id(env)].act(env, {"user_turn": base.user_turn})
 
 
+@pytest.mark.slow
 def test_learnability_curriculum_plays_both_surfaces_per_group_and_weighs_by_the_gap(tok, tmp_path):
     from seal_trl.play.data import make_dataset
     from seal_trl.training.trainer import SEALGRPOTrainer

@@ -103,6 +103,7 @@ def check_loss_inputs(trainer: SpyTrainer, mode: str) -> None:
             torch.testing.assert_close(loss["advantages"][r], expected[b], rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["rloo", "reinforce", "tests_seal_trl_advantage:doubled"])
 def test_advantage_fn_replaces_trls_advantages_group_by_group(tok, tmp_path, name, monkeypatch):
     import sys
@@ -133,6 +134,7 @@ def test_advantage_fn_refuses_custom_reward_funcs(tok, tmp_path):
                         train_dataset=make_dataset(num_rows=4), processing_class=tok)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["none", "trajectory", "step"])
 def test_two_steps_per_mode_give_expected_token_advantages(tok, tmp_path, mode):
     trainer, scripted = make_trainer(tok, tmp_path, weighting=mode)
@@ -188,6 +190,7 @@ def test_checkpoint_resume_restores_surface_and_evolver(tok, tmp_path):
     assert resumed.seal_coevolution.evolver.state_dict() == full.seal_coevolution.evolver.state_dict()
 
 
+@pytest.mark.slow
 def test_peft_lora_takes_a_step(tok, tmp_path):
     peft = pytest.importorskip("peft")
     config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
