@@ -282,7 +282,8 @@ class Evolver:
         half. ``learnability`` mode: :func:`~seal_envs.core.learnability.learnability_weights`."""
         if self.curriculum_mode == "learnability":
             ids = getattr(task_set, "task_id", None) or (lambda i: task_set[i].task_id)
-            tasks = [(ids(i), task_set.slot(i).domain, task_set.slot(i).difficulty) for i in range(len(task_set))]
+            slots = [task_set.slot(i) for i in range(len(task_set))]
+            tasks = [(ids(i), s.domain, s.difficulty) for i, s in enumerate(slots)]
             return learnability_weights(tasks, self.pass_counts(), self.curriculum_floor)
         weights = []
         for i in range(len(task_set)):

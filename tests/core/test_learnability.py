@@ -85,10 +85,9 @@ def test_the_final_info_says_whether_any_hint_was_shown():
     env.unwrapped.set_surface(surface_preset("observation_lite"))
     assert final_info(env)["surface_canonical"] is False
     env.unwrapped.set_surface(CANONICAL)
-    env.reset(seed=3)
+    _, info = env.reset(seed=3)
     env.unwrapped.set_surface(CANONICAL.apply(SurfacePatch("recovery", "format", 1, "test")))  # mid-episode
     agent, done = OracleAgent(), False
-    info = env.unwrapped._info(None)
     while not done:
         _, _, term, trunc, info = env.step(agent.act(env, info))
         done = term or trunc
