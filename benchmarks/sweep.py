@@ -278,7 +278,8 @@ def run_and_report(out: Path, variants: dict[str, list[str]], seeds: list[int], 
     """Run every (variant, seed) not done yet, then write the tables (paired against ``baseline``
     when given) and the plot into ``out`` under ``files`` (markdown, png); return the tables."""
     if not report_only:
-        todo = [(v, s) for v in variants for s in seeds if not (run_dir(out, v, s) / EVALUATION_FILE).exists()]
+        # seed by seed, so a run stopped part way leaves every cell with the same seeds
+        todo = [(v, s) for s in seeds for v in variants if not (run_dir(out, v, s) / EVALUATION_FILE).exists()]
         launch_all(todo, out, steps, eval_tasks, max(1, workers), variants)
     rows = load_runs(out)
     table = markdown(rows) + ("\n" + paired(rows, baseline) if baseline else "")
