@@ -3,7 +3,7 @@
 Why one object: the env used to keep an episode in eighteen attributes set outside
 ``__init__`` and to snapshot them as a positional tuple; a field added to one and not the other
 would leak between steps. Here every mutable part of an episode is a field, ``checkpoint``
-copies exactly the fields, and a failed step puts the checkpoint back.
+records exactly the fields, and a failed step puts the checkpoint back.
 
 The messages are :class:`~seal_envs.core.frozen.FrozenDict` values appended once and never
 changed, so the conversation is handed out as a tuple of the same objects: no copy per step.
@@ -11,7 +11,6 @@ changed, so the conversation is handed out as a tuple of the same objects: no co
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -19,7 +18,7 @@ from seal_envs.core.frozen import FrozenDict
 from seal_envs.core.types import StepLabel, StepRecord, Task, Verdict
 from seal_envs.core.verifier import EpisodeRecord
 
-__all__ = ["Episode", "message"]
+__all__ = ["Checkpoint", "Episode", "message"]
 
 
 def message(role: str, content: str, **extra: Any) -> FrozenDict:
@@ -63,14 +62,40 @@ class Episode:
             self._messages_view = tuple(self.messages)
         return self._messages_view
 
-    def checkpoint(self) -> "Episode":
-        """A copy that a failed step can be rolled back to: containers copied, values shared
-        (messages, records and labels are never changed once made)."""
-        saved = copy.copy(self)
-        saved.available, saved.steps, saved.messages = set(self.available), list(self.steps), list(self.messages)
-        saved.immediate_labels, saved.turn_texts = list(self.immediate_labels), list(self.turn_texts)
-        saved.turn_results = list(self.turn_results)
-        r = self.record
-        saved.record = EpisodeRecord(list(r.turn_states), list(r.turn_answers), list(r.turn_results),
-                                     list(r.violations), set(r.guessed_withheld))
-        return saved
+    def checkpoint(self) -> "Checkpoint":
+        """What a failed step is rolled back to. Within a step the episode's lists only grow
+        (or are replaced by fresh ones) and its sets are small, so the checkpoint keeps the
+        fields as they are, the lists' lengths and copies of the sets: no list is copied (a
+        copy of every list was a tenth of a step)."""
+        return Checkpoint(self)
+
+
+#: The Episode lists a step may append to, and the record's.
+_LISTS = ("steps", "immediate_labels", "messages", "turn_texts", "turn_results")
+_RECORD_LISTS = ("turn_states", "turn_answers", "turn_results", "violations")
+
+
+class Checkpoint:
+    """An :class:`Episode` as it was before a step; :meth:`restore` gives it back whole."""
+
+    __slots__ = ("_fields", "_lengths", "_record_lengths", "_available", "_guessed")
+
+    def __init__(self, e: Episode):
+        self._fields = dict(e.__dict__)  # every field: scalars, and the containers by reference
+        # spelt out rather than looped over _LISTS: this runs before every step
+        self._lengths = (len(e.steps), len(e.immediate_labels), len(e.messages), len(e.turn_texts),
+                         len(e.turn_results))
+        r = e.record
+        self._record_lengths = (len(r.turn_states), len(r.turn_answers), len(r.turn_results), len(r.violations))
+        self._available, self._guessed = set(e.available), set(r.guessed_withheld)
+
+    def restore(self) -> Episode:
+        episode = Episode.__new__(Episode)
+        episode.__dict__.update(self._fields)
+        for name, n in zip(_LISTS, self._lengths):
+            del getattr(episode, name)[n:]
+        record = episode.record
+        for name, n in zip(_RECORD_LISTS, self._record_lengths):
+            del getattr(record, name)[n:]
+        episode.available, record.guessed_withheld = set(self._available), set(self._guessed)
+        return episode

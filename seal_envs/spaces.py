@@ -41,6 +41,8 @@ def _unholdable_pattern() -> re.Pattern:
 
 
 _UNHOLDABLE: re.Pattern | None = None
+#: The ASCII characters :func:`_holdable` refuses: the controls but tab, newline and return.
+_ASCII_UNHOLDABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def sanitize(text: str, max_length: int) -> str:
@@ -50,7 +52,10 @@ def sanitize(text: str, max_length: int) -> str:
     character-by-character loop it replaces cost most of a reset, since every observation
     holds a newline and so was never ``isprintable`` as a whole."""
     global _UNHOLDABLE
-    if not (text.isascii() and text.isprintable()):
+    if text.isascii():  # most text: a class of 30 control characters, searched before any copy
+        if _ASCII_UNHOLDABLE.search(text) is not None:
+            text = _ASCII_UNHOLDABLE.sub("\ufffd", text)
+    else:
         if _UNHOLDABLE is None:
             _UNHOLDABLE = _unholdable_pattern()
         text = _UNHOLDABLE.sub("\ufffd", text)

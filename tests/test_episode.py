@@ -3,24 +3,93 @@
 from dataclasses import fields
 
 import gymnasium as gym
+import pytest
 
 import seal_envs  # noqa: F401
-from seal_envs.episode import Episode
+from seal_envs import env as env_module
+from seal_envs.core.verifier import EpisodeRecord
+from seal_envs.episode import _LISTS, _RECORD_LISTS, Episode
+
+CALL = '<tool_call>{"name": "list_accounts", "arguments": {"customer_id": "C-1"}}</tool_call>'
 
 
-def test_a_checkpoint_copies_every_container_of_the_episode():
-    """A field added to Episode as a list or set is covered by checkpoint() or this fails."""
+def test_a_checkpoint_covers_every_container_of_the_episode():
+    """A list or set field added to Episode or EpisodeRecord and not to the checkpoint fails here."""
     env = gym.make("seal/ToolUse-Bank-v0").unwrapped
     env.reset(seed=0)
-    env.step('{"name": "list_accounts", "arguments": {"customer_id": "C-1"}}')
+    env.step(CALL)
     ep = env._episode
-    saved = ep.checkpoint()
-    containers = [f.name for f in fields(Episode) if isinstance(getattr(ep, f.name), (list, set))]
-    assert {"steps", "messages", "available", "turn_texts", "turn_results", "immediate_labels"} <= set(containers)
-    for name in containers:
-        assert getattr(saved, name) == getattr(ep, name) and getattr(saved, name) is not getattr(ep, name), name
-    for name in ("turn_states", "turn_answers", "turn_results", "violations", "guessed_withheld"):
-        assert getattr(saved.record, name) is not getattr(ep.record, name), name
+    lists = {f.name for f in fields(Episode) if isinstance(getattr(ep, f.name), list)}
+    sets = {f.name for f in fields(Episode) if isinstance(getattr(ep, f.name), set)}
+    assert lists == set(_LISTS) and sets == {"available"}
+    record_lists = {f.name for f in fields(EpisodeRecord) if isinstance(getattr(ep.record, f.name), list)}
+    assert record_lists == set(_RECORD_LISTS)
+    assert {f.name for f in fields(EpisodeRecord)} == record_lists | {"guessed_withheld"}
+
+
+def _state(ep: Episode) -> dict:
+    """Every field's value, containers copied, the record's too: what a restore must give back."""
+    out = {f.name: list(v) if isinstance(v := getattr(ep, f.name), list) else set(v) if isinstance(v, set) else v
+           for f in fields(Episode) if f.name not in ("record", "_messages_view", "backend")}
+    out["record"] = {f.name: type(getattr(ep.record, f.name))(getattr(ep.record, f.name)) for f in fields(EpisodeRecord)}
+    out["backend_state"] = ep.backend.comparable_state()
+    return out
+
+
+def _played(env, actions):
+    env.reset(seed=4)
+    infos = [env.step(a)[4] for a in actions]
+    return infos
+
+
+# Where a step can fail after it has changed the episode: running a call, writing its feedback,
+# closing a user turn, verifying and diagnosing the end.
+FAILURES = {
+    "feedback": lambda monkeypatch, env: monkeypatch.setattr(env, "_feedback", _boom),
+    "close_turn": lambda monkeypatch, env: monkeypatch.setattr(env.backend, "comparable_state", _boom),
+    "verify": lambda monkeypatch, env: monkeypatch.setattr(type(env.task_set), "verify", _boom),
+    "diagnose": lambda monkeypatch, env: monkeypatch.setattr(env_module, "diagnose", _boom),
+    "info": lambda monkeypatch, env: monkeypatch.setattr(env_module, "immediate_label", _boom),
+}
+
+
+def _boom(*args, **kwargs):
+    raise KeyboardInterrupt("interrupted mid-step")
+
+
+@pytest.mark.parametrize("where", FAILURES)
+def test_a_step_interrupted_anywhere_leaves_the_episode_as_it_was(where, monkeypatch):
+    """The interrupted step changes nothing: the episode's fields, its record and the backend's
+    state are what they were, and the rest of the episode plays as if it never happened."""
+    from seal_envs.agents import OracleAgent
+
+    env = gym.make("seal/ToolUse-Bank-v0").unwrapped
+    _, info = env.reset(seed=4)
+    agent, actions, done = OracleAgent(), [], False
+    while not done:  # the oracle's whole episode, to replay
+        actions.append(agent.act(env, info))
+        _, _, terminated, truncated, info = env.step(actions[-1])
+        done = terminated or truncated
+    expected = _played(env, actions)
+
+    interrupted = 0
+    for k, action in enumerate(actions):  # fail each step once where it passes that point, then take it
+        env.reset(seed=4)
+        for a in actions[:k]:
+            env.step(a)
+        before = _state(env._episode)
+        with monkeypatch.context() as m:
+            FAILURES[where](m, env)
+            try:
+                env.step(action)
+            except KeyboardInterrupt:
+                interrupted += 1
+            else:
+                continue  # this step does not pass that point
+        assert _state(env._episode) == before, (where, k)
+        infos = [env.step(a)[4] for a in actions[k:]]
+        assert infos == expected[k:], (where, k)
+    assert interrupted, f"no step of the episode reached {where}"
 
 
 def test_each_reset_makes_a_new_episode():

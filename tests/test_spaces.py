@@ -14,6 +14,8 @@ def test_sanitize_maps_every_code_point_as_the_definition_does():
     every = "".join(map(chr, range(0x110000)))
     assert sanitize(every, 1 << 21) == by_character(every)
     assert set(sanitize(every, 1 << 21)) == set(PRINTABLE) | {"\ufffd"}
+    ascii_only = "".join(map(chr, range(0x80))) * 2  # the ASCII path: its own small class
+    assert sanitize(ascii_only, 1 << 10) == by_character(ascii_only)
 
 
 def test_sanitize_on_mixed_text_and_the_cut():

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -180,6 +181,21 @@ def _spell(where: str, path: tuple | None) -> str:
     return text
 
 
+#: A run of digits long enough to spell an integer past MAX_INT_BITS (2**256 has 78 digits).
+_LONG_DIGITS = re.compile(r"\d{78}")
+
+
+def within_limits(text: str) -> bool:
+    """Whether every value ``json.loads(text)`` can give is inside every limit, by looking at the
+    text: short enough that no measure reaches the budget, ASCII without ``\\u`` escapes (so no
+    lone surrogate), fewer brackets than :data:`MAX_DEPTH` (so no deeper nesting) and no run of
+    digits that could spell a too-large integer. Such JSON needs no walk to enforce the limits:
+    the two walks a call used to take (the parse's and :func:`check_calls`') were half of a
+    parse (issue 27). False is only "not known": the walk then decides."""
+    return (len(text) <= MAX_ACTION_CHARS // 2 and text.isascii() and "\\u" not in text
+            and text.count("{") + text.count("[") <= MAX_DEPTH and _LONG_DIGITS.search(text) is None)
+
+
 def loads(text: str, where: str) -> Any:
     """``json.loads`` whose every failure is a :class:`FormatError`: invalid JSON, a number past
     Python's int-string limit (``ValueError``), nesting past the stack (``RecursionError``)."""
@@ -191,6 +207,8 @@ def loads(text: str, where: str) -> Any:
         raise FormatError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as e:  # e.g. "Exceeds the limit (4300 digits) for integer string conversion"
         raise FormatError(f"{where}: a number is too long ({e})") from None
+    if within_limits(text):
+        return obj  # json.loads made it plain data, and it cannot break a limit
     return json_data(obj, where, budget=max(MAX_ACTION_CHARS, 2 * len(text)), max_depth=MAX_DEPTH + _ENVELOPE)
 
 
@@ -207,7 +225,7 @@ class ParsedAction:
 
 
 def _call_from_obj(obj: Any, where: str) -> ToolCall:
-    if not isinstance(obj, Mapping):
+    if type(obj) is not dict and not isinstance(obj, Mapping):
         raise FormatError(f"{where}: expected an object with 'name' and 'arguments', got {type(obj).__name__}")
     if "function" in obj and isinstance(obj["function"], Mapping):  # OpenAI tool_calls entry
         _no_unknown_keys(obj, ENTRY_KEYS, where, "an OpenAI tool_calls entry (it has 'id', 'type' and 'function')")
@@ -281,10 +299,14 @@ def _looks_like_json_call(stripped: str) -> bool:
     return stripped.startswith("{") or (stripped.startswith("[") and stripped[1:].lstrip().startswith(("{", "]")))
 
 
-def check_calls(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
-    """Enforce the limits on parsed calls, whatever syntax produced them."""
+def check_calls(calls: tuple[ToolCall, ...], within: bool = False) -> tuple[ToolCall, ...]:
+    """Enforce the limits on parsed calls, whatever syntax produced them; ``within``: the calls
+    were read by ``json.loads`` from text that :func:`within_limits` passed, so only their
+    number is left to check."""
     if len(calls) > MAX_CALLS:
         raise FormatError(f"{len(calls)} calls in one action; the limit is {MAX_CALLS}")
+    if within:
+        return tuple(calls)
     return tuple(ToolCall(c.name, json_data(dict(c.arguments), f"arguments of {c.name!r}")) for c in calls)
 
 
@@ -350,22 +372,25 @@ def _tool_call_blocks(action: str) -> tuple[list[str], bool, str]:
 def _parse_text(action: str, schemas: Mapping[str, Mapping[str, Any]] | None = None) -> ParsedAction:
     if _OPEN in action:
         calls: list[ToolCall] = []
+        within = True  # every block is JSON that within_limits passed
         bodies, unclosed, outside = _tool_call_blocks(action)
         for i, raw_body in enumerate(bodies):
             body, where = raw_body.strip(), f"<tool_call> block {i}"
             if body.startswith("<function="):  # Qwen3-Coder's XML inside the block
+                within = False
                 try:
                     calls.extend(_raw_calls(parse_xml_function(body, schemas), where))
                 except CallSyntaxError as e:
                     raise FormatError(f"{where}: {e}") from None
             else:
                 calls.extend(_parse_json_calls(body, where))
+                within = within and within_limits(body)
             if len(calls) > MAX_CALLS:
                 break
         else:
             if unclosed:
                 raise FormatError(f"<tool_call> block {len(bodies)} is not closed with </tool_call>")
-        return ParsedAction(check_calls(tuple(calls)), outside.strip())
+        return ParsedAction(check_calls(tuple(calls), within), outside.strip())
     if "</tool_call>" in action:
         raise FormatError("found </tool_call> without an opening <tool_call>")
     try:
@@ -377,7 +402,7 @@ def _parse_text(action: str, schemas: Mapping[str, Mapping[str, Any]] | None = N
         return ParsedAction(check_calls(_raw_calls(raw[:MAX_CALLS + 1], "native call")), before)
     stripped = action.strip()
     if _looks_like_json_call(stripped):
-        return ParsedAction(check_calls(_parse_json_calls(stripped, "JSON call")), "")
+        return ParsedAction(check_calls(_parse_json_calls(stripped, "JSON call"), within_limits(stripped)), "")
     return ParsedAction((), stripped)
 
 

@@ -186,3 +186,78 @@ def test_text_around_blocks_is_kept_in_order():
     parsed = parse_action('Sure. <tool_call>{"name": "a", "arguments": {}}</tool_call> Then <tool_call>'
                           '{"name": "b", "arguments": {"x": 1}}</tool_call> done.')
     assert [c.name for c in parsed.calls] == ["a", "b"] and parsed.text == "Sure.  Then  done."
+
+
+def _outcome(action):
+    try:
+        return parse_action(action)
+    except FormatError as e:
+        return f"FormatError: {e}"
+
+
+def test_json_the_limits_cannot_reach_skips_the_walk_and_parses_the_same(monkeypatch):
+    """``within_limits`` lets JSON that cannot break a limit skip the walk that enforces them:
+    every action, near each limit and past it, parses to the same calls or the same error as it
+    does when every value is walked."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from seal_envs.core import calls
+
+    deep = '{"name": "f", "arguments": {"a": ' + "[" * 31 + "1" + "]" * 31 + "}}"
+    deeper = '{"name": "f", "arguments": {"a": ' + "[" * 40 + "1" + "]" * 40 + "}}"
+    edge = [deep, deeper, '{"name": "f", "arguments": {"n": ' + "9" * 77 + "}}",
+            '{"name": "f", "arguments": {"n": ' + "9" * 80 + "}}", '{"name": "f", "arguments": {"s": "\\ud800"}}',
+            '{"name": "f", "arguments": {"s": "caf\\u00e9"}}', '{"name": "f", "arguments": {"s": "café"}}',
+            '{"name": "f", "arguments": "{\\"x\\": [1, 2]}"}', '[{"name": "f", "arguments": {}}, {"name": "g"}]',
+            '{"name": "f", "arguments": {"s": "' + "x" * 5000 + '"}}', '{"name": "f", "arguments": [1]}']
+    scalars = st.one_of(st.integers(-(10 ** 90), 10 ** 90), st.floats(allow_nan=False), st.booleans(), st.none(),
+                        st.text(max_size=8))
+    values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                          max_leaves=12)
+
+    def both(text):
+        fast = _outcome(text)
+        with monkeypatch.context() as m:
+            m.setattr(calls, "within_limits", lambda t: False)
+            walked = _outcome(text)
+        assert fast == walked, text
+        return fast
+
+    for text in edge:
+        for action in (text, f"<tool_call>{text}</tool_call>"):
+            both(action)
+    assert not isinstance(both(deep), str) and "nested deeper" in both(deeper)
+    assert "256 bits" in both(edge[3]) and "surrogate" in both(edge[4])
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.dictionaries(st.text(max_size=4), values, max_size=4))
+    def any_arguments(arguments):
+        both(f"<tool_call>{json.dumps({'name': 'f', 'arguments': arguments}, ensure_ascii=False)}</tool_call>")
+        both(json.dumps({"name": "f", "arguments": arguments}))
+
+    any_arguments()
+
+
+def test_a_calls_dict_is_its_canonical_json_read_back():
+    """``ToolCall.to_dict`` skips the JSON round trip for flat arguments; nested or not, it gives
+    what reading back the canonical spelling gives: keys sorted at every level, plain types."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from seal_envs.core.types import canonical_json
+
+    scalars = st.one_of(st.integers(), st.floats(), st.booleans(), st.none(), st.text(max_size=6))
+    values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+                          max_leaves=8)
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.dictionaries(st.text(max_size=4), values, max_size=5))
+    def same(arguments):
+        d = ToolCall("f", arguments).to_dict()
+        expected = {"name": "f", "arguments": json.loads(canonical_json(arguments))}
+        assert json.dumps(d) == json.dumps(expected)  # nan-safe, order-sensitive
+        assert list(d["arguments"]) == sorted(arguments)
+        assert d["arguments"] is not arguments
+
+    same()
