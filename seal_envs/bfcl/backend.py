@@ -2,8 +2,10 @@
 
 Each episode gets fresh instances of the entry's involved classes (``GorillaFileSystem``,
 ``TradingBot``...), loaded from the entry's ``initial_config`` exactly as bfcl-eval's executor
-loads them (``_load_scenario`` on a deep copy, ``long_context`` for that category). Nothing is
-cached between episodes: bfcl-eval's executor keeps instances in module globals, never evicted.
+loads them (``_load_scenario`` on a deep copy, ``long_context`` for that category). No instance
+outlives its episode (bfcl-eval's executor keeps instances in module globals, never evicted);
+what is kept is the pickled result of a load, per config, so the next episode of an entry
+unpickles its own instances instead of loading again.
 
 A call is dispatched by name to a whitelisted method: the tools in the func docs of the involved
 classes, and nothing else. Arguments are validated against the doc's JSON Schema first. Every
@@ -46,6 +48,8 @@ import decimal
 import inspect
 import itertools
 import json
+import marshal
+import pickle
 import sys
 from functools import cached_property, lru_cache
 from typing import Any, Iterable, Mapping
@@ -296,6 +300,45 @@ def state_problem(instance: Any) -> str | None:
     return None
 
 
+#: (class, long_context, the config's marshal bytes) -> the pickled attributes of an instance
+#: loaded from that config; bounded, cleared when full.
+_LOADED: dict[tuple[str, bool, bytes], bytes] = {}
+MAX_LOADED = 2048
+
+
+def _fresh_instance(name: str, config: Any, long_context: bool) -> Any:
+    """A new instance of bfcl-eval's class ``name`` loaded from ``config``, owning all it holds.
+
+    Loading (``_load_scenario`` on a deep copy) is most of a reset, and every episode of an
+    entry loads the same config, so the loaded attributes are kept per config as pickle bytes:
+    immutable, and each episode unpickles instances of its own, as fresh as a load. A config
+    that ``marshal`` cannot key, or attributes that ``pickle`` cannot write, load every time."""
+    instance = loader.backend_class(name)()
+    if loader.stateless(name):
+        instance.__dict__ = deep_copy_objects(instance.__dict__)
+        return instance
+    try:
+        key: tuple | None = (name, long_context, marshal.dumps(config))
+    except ValueError:
+        key = None
+    data = _LOADED.get(key) if key is not None else None
+    if data is None:
+        instance._load_scenario(deep_copy(config), long_context=long_context)
+        try:
+            data = pickle.dumps(instance.__dict__, pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, TypeError, AttributeError, ValueError, RecursionError):
+            # unlink module-level data (see above); one copy of the whole dict, so attributes
+            # that share objects (the file system's current directory) still share them
+            instance.__dict__ = deep_copy_objects(instance.__dict__)
+            return instance
+        if key is not None and MAX_LOADED:
+            if len(_LOADED) >= MAX_LOADED:
+                _LOADED.clear()
+            _LOADED[key] = data
+    instance.__dict__ = pickle.loads(data)  # one copy of the whole dict, shared objects still shared
+    return instance
+
+
 class BFCLBackend:
     """The state of one BFCL entry: fresh bfcl-eval instances of its involved classes. A
     :class:`~seal_envs.core.source.ToolBackend` of its own, not a native ``Backend``: its tools
@@ -312,14 +355,7 @@ class BFCLBackend:
         config = state.get("initial_config", {})
         self.instances: dict[str, Any] = {}
         for name in state["involved_classes"]:
-            instance = loader.backend_class(name)()
-            if not loader.stateless(name):
-                instance._load_scenario(deep_copy(config.get(name, {})),
-                                        long_context=bool(state.get("long_context", False)))
-            # unlink module-level data (see above); one copy of the whole dict, so attributes
-            # that share objects (the file system's current directory) still share them
-            instance.__dict__ = deep_copy_objects(instance.__dict__)
-            self.instances[name] = instance
+            self.instances[name] = _fresh_instance(name, config.get(name, {}), bool(state.get("long_context", False)))
         self.methods = {tool: getattr(self.instances[name], tool)
                         for name in self.instances for tool in class_specs(name)}
         self.owners = {tool: name for name in self.instances for tool in class_specs(name)}

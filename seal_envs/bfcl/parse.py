@@ -77,8 +77,8 @@ def parse_python_calls(text: str) -> list[PyCall] | None:
     fenced = _FENCE.match(stripped)
     if fenced:
         stripped = fenced.group(1).strip()
-    if not stripped or not (stripped[0] == "[" or stripped[0].isidentifier()):
-        return None
+    if not stripped or not (stripped[0] == "[" or (stripped[0].isidentifier() and "(" in stripped)):
+        return None  # prose ("Done."): a call has parentheses, and the parser need not say so
     try:
         body = ast.parse(stripped, mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:

@@ -100,3 +100,46 @@ def test_no_instance_shares_data_with_another_episode(cls, entry_id):
     assert BFCLBackend(task.initial_state).comparable_state() == pristine
     assert _module_data() == module_data
     assert loader.entry_index()[entry_id]["initial_config"] == task.initial_state["initial_config"]
+
+
+@pytest.mark.parametrize("cls, entry_id", ENTRIES, ids=[f"{c}-{e.rsplit('_', 2)[-2]}" for c, e in ENTRIES])
+def test_an_instance_unpickled_from_the_load_cache_is_a_fresh_load(cls, entry_id, monkeypatch):
+    """The second episode of an entry unpickles what the first one loaded: the same attributes,
+    object for object, as loading again, and none of them shared with another episode."""
+    import pickle
+
+    from seal_envs.bfcl import backend as bfcl_backend
+
+    state = build_task(entry_id).initial_state
+    with monkeypatch.context() as m:
+        m.setattr(bfcl_backend, "MAX_LOADED", 0)  # no cache: every backend loads
+        loaded = BFCLBackend(state).instances[cls]
+    bfcl_backend._LOADED.clear()
+    BFCLBackend(state)  # loads and keeps the bytes
+    first, second = BFCLBackend(state).instances[cls], BFCLBackend(state).instances[cls]
+    assert any(k[0] == cls for k in bfcl_backend._LOADED) != loader.stateless(cls)  # nothing to load: nothing kept
+    assert pickle.dumps(vars(first)) == pickle.dumps(vars(second))
+    # a load stamps bfcl-eval's files with the clock (File._last_modified): all else is the same
+    assert _shape(first) == _shape(loaded)
+    shared = {id(v) for v in vars(first).values() if isinstance(v, (dict, list, set)) or hasattr(v, "__dict__")}
+    assert not shared & {id(v) for v in vars(second).values()}, "two episodes share an attribute"
+
+
+def _shape(value, seen=None):
+    """An object graph as nested plain values, object for object, clock readings left out."""
+    import datetime
+
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return "<seen>"
+    if isinstance(value, datetime.datetime):
+        return "<clock>"
+    if hasattr(value, "__dict__") and not callable(value):
+        seen.add(id(value))
+        return (type(value).__name__, {k: _shape(v, seen) for k, v in vars(value).items()})
+    if isinstance(value, dict):
+        seen.add(id(value))
+        return {k: _shape(v, seen) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_shape(v, seen) for v in (sorted(value, key=repr) if isinstance(value, set) else value)]
+    return value
