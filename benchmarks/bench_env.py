@@ -95,6 +95,9 @@ def live_episodes(n: int) -> dict:
     warm = gym.make("seal/ToolUse-v0")  # imports, caches and the first task set outside the measure
     _, info = warm.reset(seed=0)
     warm.step(OracleAgent().act(warm, info))
+    from seal_envs.spaces import sanitize
+
+    sanitize("\u00e9\n", 8)  # the once-per-process pattern for non-ASCII text (hundreds of KiB)
     gc.collect()
     r0 = rss_kib()
     t = time.perf_counter()
