@@ -57,7 +57,7 @@ from typing import Any, Iterable, Mapping
 from seal_envs.core.backend import unavailable
 from seal_envs.core.calls import ParsedAction
 from seal_envs.core.datacopy import ObjectSnapshot, deep_copy, deep_copy_objects
-from seal_envs.core.types import CallEvent, ToolCall, ToolSpec
+from seal_envs.core.types import JSON_SCALARS, CallEvent, ToolCall, ToolSpec
 from seal_envs.core.validation import schema_typed, validate_arguments
 
 from . import loader
@@ -181,9 +181,6 @@ def result_text(result: Any) -> str:
 _OBJECT_FIELDS = {"Directory": ("name", "contents"), "File": ("name", "content")}
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
 def jsonable(value: Any) -> Any:
     """A JSON-compatible copy that compares (``==``) as bfcl-eval's state checker compares.
 
@@ -191,13 +188,13 @@ def jsonable(value: Any) -> Any:
     dicts, lists and scalars, and this runs over a whole state at every turn's end); subclasses
     and everything else take the general branches below, as they always did."""
     kind = type(value)
-    if kind in _SCALARS:
+    if kind in JSON_SCALARS:
         return value
     if kind is dict:  # scalar values are kept in place, without a call each
-        return {k if isinstance(k, str) else str(k): v if type(v) in _SCALARS else jsonable(v)
+        return {k if isinstance(k, str) else str(k): v if type(v) in JSON_SCALARS else jsonable(v)
                 for k, v in value.items()}
     if kind is list:
-        return [v if type(v) in _SCALARS else jsonable(v) for v in value]
+        return [v if type(v) in JSON_SCALARS else jsonable(v) for v in value]
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     if isinstance(value, dict):
@@ -267,7 +264,7 @@ def state_size(instance: Any, max_values: int | None = None) -> tuple[int, int, 
             kind = type(child)
             if kind is str:
                 chars += len(child)
-            elif kind not in _SCALARS:
+            elif kind not in JSON_SCALARS:
                 stack.append((child, depth + 1))
         if values > max_values or not stack:
             break

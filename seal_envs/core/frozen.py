@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .types import JSON_SCALARS
+
 __all__ = ["FrozenDict", "freeze", "thaw"]
 
 
@@ -51,15 +53,11 @@ def freeze(value: Any) -> Any:
     return value
 
 
-#: Values that are copied by being shared: a leaf is tested inline, since a call per string
-#: was most of a thaw.
-_LEAVES = frozenset({str, int, float, bool, type(None)})
-
-
 def thaw(value: Any) -> Any:
-    """A plain deep copy: dicts and lists again, the caller's to change."""
+    """A plain deep copy: dicts and lists again, the caller's to change. Scalars are tested
+    inline: a call per string was most of a thaw."""
     if isinstance(value, dict):
-        return {k: v if type(v) in _LEAVES else thaw(v) for k, v in value.items()}
+        return {k: v if type(v) in JSON_SCALARS else thaw(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [v if type(v) in _LEAVES else thaw(v) for v in value]
+        return [v if type(v) in JSON_SCALARS else thaw(v) for v in value]
     return value

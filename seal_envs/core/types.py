@@ -14,9 +14,9 @@ from typing import Any, Mapping
 # What json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")) builds
 # afresh at every call; made once, since every call and state is spelt this way (issue 16).
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-#: Values the canonical JSON round trip gives back as they were (a float may be inf or nan: both
-#: spell and read back as themselves).
-_JSON_LEAVES = frozenset({str, int, float, bool, type(None)})
+#: The exact types of JSON's scalar values: copied by being shared, and given back as they were by
+#: the canonical JSON round trip (a float may be inf or nan: both spell and read back as themselves).
+JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def canonical_json(value: Any) -> str:
@@ -56,7 +56,7 @@ class ToolCall:
     def to_dict(self) -> dict:
         """A plain copy with the arguments' keys sorted, as the canonical JSON spells them."""
         args = self.arguments
-        if all(type(v) in _JSON_LEAVES for v in args.values()):  # the common flat call: no JSON round trip
+        if all(type(v) in JSON_SCALARS for v in args.values()):  # the common flat call: no JSON round trip
             return {"name": self.name, "arguments": {k: args[k] for k in sorted(args)}}
         return {"name": self.name, "arguments": json.loads(canonical_json(dict(args)))}
 
