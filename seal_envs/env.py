@@ -493,10 +493,12 @@ class ToolUseEnv(gym.Env):
 
     def _finish(self, truncated: bool) -> tuple[float, dict]:
         ep = self._episode
-        verdict = self.task_set.verify(ep.task, ep.record)
+        # the verifier and the diagnoser (either may be the user's) get copies: the step's
+        # checkpoint rolls back by truncating lists, which undoes appends but not other changes
+        verdict = self.task_set.verify(ep.task, ep.record.copy())
         diagnose_fn = self.diagnoser or (lambda t, s, v, sp: diagnose(t, s, v, sp, truncated=truncated,
-                                                                     immediate=ep.immediate_labels))
-        labels = diagnose_fn(ep.task, ep.steps, verdict, ep.specs)
+                                                                     immediate=tuple(ep.immediate_labels)))
+        labels = diagnose_fn(ep.task, tuple(ep.steps), verdict, ep.specs)
         reward = float(verdict.passed) if self.reward_mode == "binary" else float(verdict.progress)
         ep.verdict, ep.labels = verdict, labels
         official = official_score(verdict.turn_facts)

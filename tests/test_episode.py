@@ -99,3 +99,38 @@ def test_each_reset_makes_a_new_episode():
     env.reset(seed=0)
     assert env._episode is not first and env._episode.messages is not first.messages
     assert env.messages == first.conversation()  # same seed, same conversation
+
+
+def test_a_diagnoser_or_verifier_that_changes_what_it_is_given_and_raises_changes_nothing():
+    """They may be the user's: they get copies, so the rollback (which truncates lists) holds
+    even when they empty or overwrite a list before raising."""
+    def clearing_diagnoser(task, steps, verdict, specs):
+        steps.clear() if isinstance(steps, list) else None
+        raise ZeroDivisionError("the user's diagnoser failed")
+
+    env = gym.make("seal/ToolUse-Bank-v0", max_steps=2, diagnoser=clearing_diagnoser).unwrapped
+    env.reset(seed=0)
+    env.step("<tool_call>{bad</tool_call>")
+    before = _state(env._episode)
+    with pytest.raises(ZeroDivisionError):
+        env.step("<tool_call>{bad</tool_call>")  # the budget ends the episode: diagnosis runs
+    assert _state(env._episode) == before and len(env.steps) == 1
+
+    class ClearingSet(type(env.task_set)):
+        def verify(self, task, record):
+            record.turn_states.clear()
+            record.turn_answers.append("changed")
+            raise ZeroDivisionError("the user's verifier failed")
+
+    env = gym.make("seal/ToolUse-Bank-v0").unwrapped
+    env.task_set = ClearingSet(**{f.name: getattr(env.task_set, f.name) for f in fields(env.task_set)})
+    env.reset(seed=0)
+    action = "Done."
+    before = _state(env._episode)
+    while True:  # answer until the episode would end, then check the failed last step
+        before = _state(env._episode)
+        try:
+            env.step(action)
+        except ZeroDivisionError:
+            break
+    assert _state(env._episode) == before

@@ -309,7 +309,8 @@ def _fresh_instance(name: str, config: Any, long_context: bool) -> Any:
     Loading (``_load_scenario`` on a deep copy) is most of a reset, and every episode of an
     entry loads the same config, so the loaded attributes are kept per config as pickle bytes:
     immutable, and each episode unpickles instances of its own, as fresh as a load. A config
-    that ``marshal`` cannot key, or attributes that ``pickle`` cannot write, load every time."""
+    that ``marshal`` cannot key, or attributes that ``pickle`` cannot write or read back, load
+    every time."""
     instance = loader.backend_class(name)()
     if loader.stateless(name):
         instance.__dict__ = deep_copy_objects(instance.__dict__)
@@ -323,15 +324,18 @@ def _fresh_instance(name: str, config: Any, long_context: bool) -> Any:
         instance._load_scenario(deep_copy(config), long_context=long_context)
         try:
             data = pickle.dumps(instance.__dict__, pickle.HIGHEST_PROTOCOL)
-        except (pickle.PicklingError, TypeError, AttributeError, ValueError, RecursionError):
+            attributes = pickle.loads(data)  # bytes that do not read back are not kept
+        except Exception:  # noqa: BLE001 - whatever an object's pickling raises: copy it as before
             # unlink module-level data (see above); one copy of the whole dict, so attributes
             # that share objects (the file system's current directory) still share them
             instance.__dict__ = deep_copy_objects(instance.__dict__)
             return instance
+        instance.__dict__ = attributes
         if key is not None and MAX_LOADED:
             if len(_LOADED) >= MAX_LOADED:
                 _LOADED.clear()
             _LOADED[key] = data
+        return instance
     instance.__dict__ = pickle.loads(data)  # one copy of the whole dict, shared objects still shared
     return instance
 

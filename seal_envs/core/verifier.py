@@ -71,6 +71,12 @@ class EpisodeRecord:
     violations: list[tuple[int, str]] = field(default_factory=list)  # (turn, rule)
     guessed_withheld: set[int] = field(default_factory=set)
 
+    def copy(self) -> "EpisodeRecord":
+        """A copy whose containers are its own (their items shared): what a verifier is handed,
+        so that one that changes it and then raises cannot change the episode."""
+        return EpisodeRecord(list(self.turn_states), list(self.turn_answers), list(self.turn_results),
+                             list(self.violations), set(self.guessed_withheld))
+
 
 def _reference_replay(task: Task, backend_cls: type[Backend]) -> tuple[list[dict[str, Any]], list[str]]:
     """The reference state after each user turn, and per turn why its replay raised ("" when it

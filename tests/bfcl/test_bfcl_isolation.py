@@ -143,3 +143,32 @@ def _shape(value, seen=None):
     if isinstance(value, (list, tuple, set)):
         return [_shape(v, seen) for v in (sorted(value, key=repr) if isinstance(value, set) else value)]
     return value
+
+
+class _Token:
+    """An attribute pickle writes but cannot read back (its __new__ needs an argument)."""
+
+    def __new__(cls, token):
+        obj = super().__new__(cls)
+        obj.token = token
+        return obj
+
+    def __deepcopy__(self, memo):
+        return _Token(self.token)
+
+
+class _Unreadable:
+    def _load_scenario(self, config, long_context=False):
+        self.value, self.token = dict(config), _Token(1)
+
+
+def test_attributes_that_do_not_unpickle_are_loaded_every_time_and_not_kept(monkeypatch):
+    from seal_envs.bfcl import backend as bfcl_backend
+
+    monkeypatch.setattr(bfcl_backend.loader, "backend_class", lambda name: _Unreadable)
+    monkeypatch.setattr(bfcl_backend.loader, "stateless", lambda name: False)
+    bfcl_backend._LOADED.clear()
+    first = bfcl_backend._fresh_instance("Unreadable", {"a": [1]}, False)
+    second = bfcl_backend._fresh_instance("Unreadable", {"a": [1]}, False)
+    assert first.value == second.value == {"a": [1]} and first.value is not second.value
+    assert first.token.token == 1 and not bfcl_backend._LOADED
