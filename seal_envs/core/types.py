@@ -56,7 +56,7 @@ class ToolCall:
     def to_dict(self) -> dict:
         """A plain copy with the arguments' keys sorted, as the canonical JSON spells them."""
         args = self.arguments
-        if all(type(v) in JSON_SCALARS for v in args.values()):  # the common flat call: no JSON round trip
+        if all(type(k) is str and type(v) in JSON_SCALARS for k, v in args.items()):  # the common flat call
             return {"name": self.name, "arguments": {k: args[k] for k in sorted(args)}}
         return {"name": self.name, "arguments": json.loads(canonical_json(dict(args)))}
 
