@@ -74,7 +74,7 @@ from seal_envs.core.diagnosis import Diagnoser, diagnose, immediate_label
 from seal_envs.core.official import official_score
 from seal_envs.core.call_formats import call_format as call_format_named
 from seal_envs.core.surface import CANONICAL, FrozenSurfaceError, Surface, SurfacePatch, surface_preset
-from seal_envs.core.types import CallEvent, StepRecord, Task, canonical_json
+from seal_envs.core.types import CallEvent, StepRecord, Task, canonical_json, text_json
 from seal_envs.core.verifier import EpisodeRecord
 from seal_envs.episode import Episode, message
 from seal_envs.spaces import UnicodeText, sanitize
@@ -133,7 +133,7 @@ class _RenderedTools:
     __slots__ = ("lines", "data", "_plain", "keep")
 
     def __init__(self, tools: list[dict], keep: tuple):
-        self.lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
+        self.lines = "\n".join(text_json(t) for t in tools)
         plain = json.loads(json.dumps(tools))
         self.data = freeze(plain)  # plain JSON values, shared read-only
         # a fresh copy is a marshal load in C: thawing BFCL's 32 schemas in Python was a
@@ -398,8 +398,8 @@ class ToolUseEnv(gym.Env):
     def _step(self, action: Any):
         ep = self._episode
         record = self._act(action)
+        label = immediate_label(record, ep.steps)  # the history before this step: no slice to copy
         ep.steps.append(record)
-        label = immediate_label(record, ep.steps[:-1])
         ep.immediate_labels.append(label)  # diagnosis at the end reuses them
         terminated = ep.done
         truncated = not terminated and len(ep.steps) >= self.max_steps
@@ -463,7 +463,7 @@ class ToolUseEnv(gym.Env):
         ids = [f"call_{len(ep.steps)}_{i}" for i in range(len(calls))]
         ep.add(message("assistant", text, tool_calls=tuple(
             FrozenDict(id=ids[i], type="function", function=FrozenDict(
-                name=c.name, arguments=json.dumps(dict(c.arguments), ensure_ascii=False)))
+                name=c.name, arguments=text_json(dict(c.arguments))))
             for i, c in enumerate(calls))))
         events = []
         for call_id, call in zip(ids, calls):

@@ -117,7 +117,8 @@ def unavailable(call: ToolCall, tools: Iterable[str], available: Iterable[str] |
     """The event of a call to a tool that does not exist (with a "did you mean" naming only a
     tool the agent may call now, never a hidden one) or is not available yet; ``None`` if the
     call may run. Every backend answers these two the same way."""
-    allowed = None if available is None else set(available)
+    # the env's own set is only read here, so it is not copied
+    allowed = available if available is None or isinstance(available, (set, frozenset)) else set(available)
     if call.name not in tools:
         close = difflib.get_close_matches(call.name, [t for t in tools if allowed is None or t in allowed], n=1)
         hint = f"did you mean '{close[0]}'?" if close else None

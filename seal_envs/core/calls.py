@@ -199,6 +199,12 @@ def within_limits(text: str) -> bool:
 def loads(text: str, where: str) -> Any:
     """``json.loads`` whose every failure is a :class:`FormatError`: invalid JSON, a number past
     Python's int-string limit (``ValueError``), nesting past the stack (``RecursionError``)."""
+    return _loads(text, where)[0]
+
+
+def _loads(text: str, where: str) -> tuple[Any, bool]:
+    """:func:`loads`, and whether :func:`within_limits` passed the text (the caller's calls then
+    need no walk either)."""
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
@@ -208,8 +214,8 @@ def loads(text: str, where: str) -> Any:
     except ValueError as e:  # e.g. "Exceeds the limit (4300 digits) for integer string conversion"
         raise FormatError(f"{where}: a number is too long ({e})") from None
     if within_limits(text):
-        return obj  # json.loads made it plain data, and it cannot break a limit
-    return json_data(obj, where, budget=max(MAX_ACTION_CHARS, 2 * len(text)), max_depth=MAX_DEPTH + _ENVELOPE)
+        return obj, True  # json.loads made it plain data, and it cannot break a limit
+    return json_data(obj, where, budget=max(MAX_ACTION_CHARS, 2 * len(text)), max_depth=MAX_DEPTH + _ENVELOPE), False
 
 
 @dataclass(frozen=True)
@@ -256,13 +262,14 @@ def _no_unknown_keys(obj: Mapping[str, Any], known: frozenset, where: str, shape
         raise FormatError(f"{where}: unexpected key(s) {sorted(extra)[:8]} in {shape}")
 
 
-def _parse_json_calls(text: str, where: str) -> tuple[ToolCall, ...]:
-    obj = loads(text, where)
+def _parse_json_calls(text: str, where: str) -> tuple[tuple[ToolCall, ...], bool]:
+    """The calls of a JSON text, and whether the text was within every limit (see :func:`_loads`)."""
+    obj, within = _loads(text, where)
     if isinstance(obj, list):
         if not obj:
             raise FormatError(f"{where}: empty list of calls")
-        return tuple(_call_from_obj(o, f"{where} item {i}") for i, o in enumerate(obj))
-    return (_call_from_obj(obj, where),)
+        return tuple(_call_from_obj(o, f"{where} item {i}") for i, o in enumerate(obj)), within
+    return (_call_from_obj(obj, where),), within
 
 
 def _dict_kind(obj: Mapping[str, Any]) -> str:
@@ -383,8 +390,9 @@ def _parse_text(action: str, schemas: Mapping[str, Mapping[str, Any]] | None = N
                 except CallSyntaxError as e:
                     raise FormatError(f"{where}: {e}") from None
             else:
-                calls.extend(_parse_json_calls(body, where))
-                within = within and within_limits(body)
+                block, block_within = _parse_json_calls(body, where)
+                calls.extend(block)
+                within = within and block_within
             if len(calls) > MAX_CALLS:
                 break
         else:
@@ -402,7 +410,7 @@ def _parse_text(action: str, schemas: Mapping[str, Mapping[str, Any]] | None = N
         return ParsedAction(check_calls(_raw_calls(raw[:MAX_CALLS + 1], "native call")), before)
     stripped = action.strip()
     if _looks_like_json_call(stripped):
-        return ParsedAction(check_calls(_parse_json_calls(stripped, "JSON call"), within_limits(stripped)), "")
+        return ParsedAction(check_calls(*_parse_json_calls(stripped, "JSON call")), "")
     return ParsedAction((), stripped)
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from .call_formats import CALL_FORMATS
-from .types import CallEvent, ToolSpec
+from .types import CallEvent, ToolSpec, text_json
 
 MAX_LEVEL = {"affordance": 3, "constraint": 2, "recovery": 2}
 CHANNELS = tuple(MAX_LEVEL)
@@ -176,7 +176,7 @@ class Surface:
         """``call_example``: how the format-error feedback says to write a call, in the format the
         system prompt asks for (:data:`~seal_envs.core.call_formats.CALL_FORMATS`)."""
         if event.ok:
-            return json.dumps(event.result, ensure_ascii=False)
+            return text_json(event.result)
         level = self.level("recovery", event.kind)
         text = f"Error ({event.kind}): {event.message}"
         if level >= 1:

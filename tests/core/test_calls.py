@@ -261,3 +261,24 @@ def test_a_calls_dict_is_its_canonical_json_read_back():
         assert d["arguments"] is not arguments
 
     same()
+
+
+def test_text_json_spells_values_as_json_dumps_without_ascii_escapes():
+    """``text_json`` reuses one encoder; what a transcript shows must stay ``json.dumps(v,
+    ensure_ascii=False)`` for every value, including non-ASCII text, NaN and nested data."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from seal_envs.core.types import text_json
+
+    scalars = st.one_of(st.integers(), st.floats(), st.booleans(), st.none(), st.text(max_size=6))
+    values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+                          max_leaves=8)
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(values)
+    def same(value):
+        assert text_json(value) == json.dumps(value, ensure_ascii=False)
+
+    same()
+    assert text_json({"city": "Zürich"}) == '{"city": "Zürich"}'
