@@ -11,7 +11,8 @@ changed, so the conversation is handed out as a tuple of the same objects: no co
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any, Callable, Mapping
 
 from seal_envs.core.frozen import FrozenDict
@@ -75,13 +76,20 @@ _LISTS = ("steps", "immediate_labels", "messages", "turn_texts", "turn_results")
 _RECORD_LISTS = ("turn_states", "turn_answers", "turn_results", "violations")
 
 
+#: Every Episode field, read in one C call. Reading ``__dict__`` instead would turn the
+#: episode's inline attribute values into a real dict, and every later attribute access of the
+#: episode would take the slow path: that was a fifteenth of a step.
+_FIELDS = tuple(f.name for f in fields(Episode))
+_read_fields = attrgetter(*_FIELDS)
+
+
 class Checkpoint:
     """An :class:`Episode` as it was before a step; :meth:`restore` gives it back whole."""
 
     __slots__ = ("_fields", "_lengths", "_record_lengths", "_available", "_guessed")
 
     def __init__(self, e: Episode):
-        self._fields = dict(e.__dict__)  # every field: scalars, and the containers by reference
+        self._fields = _read_fields(e)  # every field: scalars, and the containers by reference
         # spelt out rather than looped over _LISTS: this runs before every step
         self._lengths = (len(e.steps), len(e.immediate_labels), len(e.messages), len(e.turn_texts),
                          len(e.turn_results))
@@ -91,7 +99,8 @@ class Checkpoint:
 
     def restore(self) -> Episode:
         episode = Episode.__new__(Episode)
-        episode.__dict__.update(self._fields)
+        for name, value in zip(_FIELDS, self._fields):
+            setattr(episode, name, value)
         for name, n in zip(_LISTS, self._lengths):
             del getattr(episode, name)[n:]
         record = episode.record

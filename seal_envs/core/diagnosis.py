@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
-from .types import StepRecord, Task, ToolSpec, StepLabel, Verdict
+from .types import StepLabel, StepRecord, Task, ToolCall, ToolSpec, Verdict
 
 LABELS = (
     "ok", "format_error", "unknown_tool", "schema_violation", "arg_mismatch", "constraint_violation",
@@ -61,6 +61,14 @@ def immediate_label(step: StepRecord, history: Sequence[StepRecord]) -> StepLabe
         return StepLabel("format_error", turn=t, error_kind="format_error", detail=step.format_error)
     if not step.calls:
         return StepLabel("ok", turn=t, abstention=step.asked_withheld)
+    if len(step.calls) == 1 and not step.guessed_withheld and step.events[0].kind == "ok":
+        return _one_ok_call(step.calls[0], t, history)  # most steps: what _calls_label gives them
+    return _calls_label(step, history)
+
+
+def _calls_label(step: StepRecord, history: Sequence[StepRecord]) -> StepLabel:
+    """The worst label of a step's calls, each against the failures and successes before it."""
+    t = step.turn
     prev = history[-1] if history else None
     repeated = _failed_calls(prev) if prev is not None and prev.turn == t else set()
     # the keys of this turn's earlier successes, spelt only for the tools a success here may
@@ -85,6 +93,18 @@ def immediate_label(step: StepRecord, history: Sequence[StepRecord]) -> StepLabe
         else:
             labels.append(StepLabel("ok", call.name, turn=t))
     return _worst(labels)
+
+
+def _one_ok_call(call: ToolCall, turn: int, history: Sequence[StepRecord]) -> StepLabel:
+    """The immediate label of a step of one successful call: redundant if the same call already
+    succeeded in this user turn, else ok. Keys are spelt only when a same-name success exists."""
+    earlier = [c for h in history if h.turn == turn for c, e in zip(h.calls, h.events)
+               if c.name == call.name and e.kind == "ok"]
+    if earlier:
+        key = call.key()
+        if any(c.key() == key for c in earlier):
+            return StepLabel("redundant_call", call.name, turn=turn, detail="same call already succeeded")
+    return StepLabel("ok", call.name, turn=turn)
 
 
 def _turn_steps(steps: Sequence[StepRecord], turn: int) -> list[int]:

@@ -169,3 +169,33 @@ def test_a_turn_with_a_call_is_spurious_or_abstaining_never_both():
     assert "spurious_tool_call" in tags and "correct_abstention" not in tags
     tags = [official_tag_of_step(lb) for lb in diagnose(task, [StepRecord(0, "Hi.", ends_turn=True)], verdict, {})]
     assert tags == ["correct_abstention"]
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_one_successful_call_is_labelled_as_the_general_rule_labels_it(domain):
+    """``immediate_label`` takes a shortcut for a step of one successful call; over oracle
+    episodes, and episodes that take every action twice (so calls repeat within a user turn and
+    across turns), the shortcut gives exactly the general rule's label."""
+    from seal_envs.core.diagnosis import _calls_label, _one_ok_call, immediate_label
+
+    env = gym.make("seal/ToolUse-v0", domains=(domain,)).unwrapped
+    compared, seen = 0, set()
+    for seed in range(40):
+        agent, done = OracleAgent(), False
+        _, info = env.reset(seed=seed)
+        while not done:
+            action = agent.act(env, info)
+            repeats = [action, action] if seed % 2 else [action]  # odd seeds call everything twice
+            for a in repeats:
+                *_, terminated, truncated, info = env.step(a)
+                done = terminated or truncated
+                if done:
+                    break
+        steps = env.unwrapped._episode.steps
+        for i, step in enumerate(steps):
+            if len(step.calls) == 1 and not step.guessed_withheld and step.events[0].ok:
+                fast = _one_ok_call(step.calls[0], step.turn, steps[:i])
+                assert fast == _calls_label(step, steps[:i]) == immediate_label(step, steps[:i])
+                compared += 1
+                seen.add(fast.label)
+    assert compared > 50 and seen == {"ok", "redundant_call"}, (compared, seen)
