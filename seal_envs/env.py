@@ -69,14 +69,14 @@ import numpy as np
 
 from seal_envs.core.calls import MAX_ACTION_CHARS, FormatError, action_text, plain_action
 from seal_envs.core.datacopy import deep_copy
-from seal_envs.core.frozen import FrozenDict, freeze, thaw
+from seal_envs.core.frozen import FrozenDict, freeze
 from seal_envs.core.diagnosis import Diagnoser, diagnose, immediate_label
 from seal_envs.core.official import official_score
 from seal_envs.core.call_formats import call_format as call_format_named
 from seal_envs.core.surface import CANONICAL, FrozenSurfaceError, Surface, SurfacePatch, surface_preset
 from seal_envs.core.types import CallEvent, StepRecord, Task, canonical_json, text_json
 from seal_envs.core.verifier import EpisodeRecord
-from seal_envs.episode import Episode, message
+from seal_envs.episode import Episode, message, plain_messages
 from seal_envs.spaces import UnicodeText, sanitize
 from seal_envs.tasks import default_task_set
 
@@ -504,7 +504,7 @@ class ToolUseEnv(gym.Env):
         official = official_score(verdict.turn_facts)
         return reward, {"verdict": verdict.to_dict(), "step_labels": [lb.to_dict() for lb in labels],
                         "official_turn_tags": list(official.tags), "official_progress": official.progress,
-                        "surface_canonical": ep.surface_canonical, "messages": thaw(ep.messages), "tools": self._rendered().copy()}
+                        "surface_canonical": ep.surface_canonical, "messages": plain_messages(ep.messages), "tools": self._rendered().copy()}
 
     # -- views ---------------------------------------------------------------------------
     def _observation(self) -> str:
@@ -533,7 +533,7 @@ class ToolUseEnv(gym.Env):
     def _info(self, label) -> dict:
         ep = self._episode
         info = {
-            "new_messages": thaw(ep.messages[ep.reported:]),
+            "new_messages": plain_messages(ep.messages[ep.reported:]),
             "user_turn": ep.user_turn,
             "tool_calls": [],
             "tool_results": [],

@@ -134,3 +134,46 @@ def test_a_diagnoser_or_verifier_that_changes_what_it_is_given_and_raises_change
         except ZeroDivisionError:
             break
     assert _state(env._episode) == before
+
+
+@pytest.mark.parametrize("domain", ["bank", "files"])
+def test_plain_messages_are_what_thaw_gives_for_every_message_the_env_makes(domain):
+    """``plain_messages`` copies the shapes ``message`` makes without walking them in Python; on
+    every message of episodes with calls, errors (a bad call, a malformed one, an unknown tool)
+    and answers, it equals ``thaw``, is plain data all through and shares nothing mutable."""
+    import json
+
+    from seal_envs.agents import OracleAgent
+    from seal_envs.core.frozen import FrozenDict, thaw
+    from seal_envs.episode import plain_messages
+
+    def plain_all_through(value):
+        if isinstance(value, dict):
+            return type(value) is dict and all(plain_all_through(v) for v in value.values())
+        if isinstance(value, (list, tuple)):
+            return type(value) is list and all(plain_all_through(v) for v in value)
+        return True
+
+    env = gym.make("seal/ToolUse-v0", domains=(domain,)).unwrapped
+    stumbles = ['<tool_call>{"name": "no_such_tool", "arguments": {}}</tool_call>', "<tool_call>{oops</tool_call>",
+                [{"name": "a", "arguments": {"x": [1, {"y": "é"}]}}, {"name": "b", "arguments": {}}]]
+    kinds = set()
+    for seed in range(6):
+        agent, done = OracleAgent(), False
+        _, info = env.reset(seed=seed)
+        env.step(stumbles[seed % 3])
+        while not done:
+            *_, terminated, truncated, info = env.step(agent.act(env, info))
+            done = terminated or truncated
+        messages = env.messages
+        plain = plain_messages(messages)
+        assert json.dumps(plain) == json.dumps(thaw(messages)) and plain == thaw(messages)
+        assert plain_all_through(plain) and plain is not plain_messages(messages)
+        for m, p in zip(messages, plain):
+            assert type(m) is FrozenDict and p is not m
+            if "tool_calls" in m:
+                assert p["tool_calls"][0] is not m["tool_calls"][0]
+                assert p["tool_calls"][0]["function"] is not m["tool_calls"][0]["function"]
+            kinds.add((m["role"], "tool_calls" in m))
+        assert info["messages"] == plain
+    assert {("system", False), ("user", False), ("assistant", True), ("assistant", False), ("tool", False)} <= kinds

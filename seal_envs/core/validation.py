@@ -61,6 +61,9 @@ def _fast_check(schema: Any) -> Check:
         return lambda value: True
     if not isinstance(schema, Mapping):
         return _never
+    fused = _object_check(schema)
+    if fused is not None:
+        return fused
     checks: list[Check] = []
     for key, want in schema.items():
         if key in _ANNOTATIONS:
@@ -113,6 +116,39 @@ def _fast_check(schema: Any) -> Check:
     if len(checks) == 1:  # the usual parameter ({"type": ...} and a description): no wrapper
         return checks[0]
     return lambda value: all(check(value) for check in checks)
+
+
+_OBJECT_KEYS = frozenset({"type", "properties", "required", "additionalProperties"})
+
+
+def _object_check(schema: Mapping[str, Any]) -> Check | None:
+    """The usual parameters schema (an object with properties, required and
+    additionalProperties) as one loop: what the per-keyword checks of :func:`_fast_check` answer
+    together, without a closure and a generator per keyword (a tenth of a step's validation).
+    ``None`` for any other schema."""
+    if schema.get("type") != "object" or not set(schema) - _ANNOTATIONS <= _OBJECT_KEYS:
+        return None
+    props, required = schema.get("properties", {}), schema.get("required", [])
+    extra = schema.get("additionalProperties", True)
+    if not isinstance(props, Mapping) or not isinstance(required, list):
+        return None
+    checks = {name: _fast_check(sub) for name, sub in props.items()}
+    names = tuple(required)
+    more = None if extra is False else _fast_check(extra)
+
+    def check(value: Any) -> bool:
+        if type(value) is not dict:
+            return False
+        for key, item in value.items():
+            sub = checks.get(key)
+            if sub is None:
+                if more is None or not more(item):
+                    return False
+            elif not sub(item):
+                return False
+        return all(n in value for n in names)
+
+    return check
 
 
 _COMPILED: dict[int, tuple[Mapping[str, Any], Check, Draft202012Validator]] = {}
@@ -193,13 +229,13 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[
     the schema says (JSON has no spelling for them, and every comparison with NaN is false, so
     a NaN amount would pass a ``amount > limit`` check and poison the state it reaches).
     """
-    bad = _non_finite(dict(arguments))
+    arguments = dict(arguments)
+    bad = _non_finite(arguments)
     if bad is not None:
         path, value = bad
         return ArgumentError(path[0] if path else None, "invalid_value",
                              f"parameter '{'.'.join(path)}' of {tool} must be a finite number, got {value}")
     _, fast, validator = _compiled(schema)
-    arguments = dict(arguments)
     if fast(arguments):
         return None
     errors = list(validator.iter_errors(arguments))
