@@ -124,7 +124,7 @@ _OBJECT_KEYS = frozenset({"type", "properties", "required", "additionalPropertie
 def _object_check(schema: Mapping[str, Any]) -> Check | None:
     """The usual parameters schema (an object with properties, required and
     additionalProperties) as one loop: what the per-keyword checks of :func:`_fast_check` answer
-    together, without a closure and a generator per keyword (a tenth of a step's validation).
+    together, without a closure and a generator per keyword (3% of a bank step's instructions).
     ``None`` for any other schema."""
     if schema.get("type") != "object" or not set(schema) - _ANNOTATIONS <= _OBJECT_KEYS:
         return None
