@@ -31,6 +31,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+# the benchmarks folder, not the repository root: the replayed process must import seal_envs from
+# its PYTHONPATH (the tree under test), which the root, put first, would shadow
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_env import REPO, extract  # noqa: E402
 
