@@ -16,14 +16,25 @@ through, side by side:
   model's calls again on instances of its own, as bfcl-eval's evaluation does).
 
 Each measure is the fastest of ``--repeat`` passes. Prints a Markdown table.
+
+``--instructions`` counts, instead, the instructions of whole episodes both ways under
+callgrind (as ``bench_step_instructions.py`` does for the domains): wall time on a shared
+2-core machine moves 10-30% between runs, the count repeats to within about 0.5%. Each side runs
+in its own fresh Python, warms up on its first five entries, and is counted only inside
+``itertools.starmap`` over the episodes. Needs ``valgrind``.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import platform
+import re
+import shutil
 import statistics
+import subprocess
+import sys
 import time
 from datetime import date
 
@@ -72,6 +83,19 @@ def bfcl_pass(entries, run: int) -> dict[str, list[float]]:
     return out
 
 
+def our_episode(env, task, gt, step_times: list[float]) -> None:
+    """Reset, every ground-truth call as an action, "Done." to close each turn (the last one
+    verifies); the reference replay's cache is cleared after, so every episode pays for it."""
+    env.reset(options={"task": task})
+    for turn in gt:
+        for call in turn:
+            t0 = time.perf_counter()
+            env.step(call)
+            step_times.append(time.perf_counter() - t0)
+        env.step("Done.")
+    _stock_reference.cache_clear()
+
+
 def our_pass(entries) -> dict[str, list[float]]:
     """Per-call times of env.step and BFCLBackend.execute; per-entry verification, cold and warm."""
     env = make_env(split="all").unwrapped
@@ -80,15 +104,8 @@ def our_pass(entries) -> dict[str, list[float]]:
         task = build_task(entry["id"])
         gt = loader.ground_truth(loader.category_of(entry["id"]))[entry["id"]]
         t_episode = time.perf_counter()
-        env.reset(options={"task": task})
-        for turn in gt:
-            for call in turn:
-                t0 = time.perf_counter()
-                env.step(call)
-                out["step"].append(time.perf_counter() - t0)
-            env.step("Done.")
+        our_episode(env, task, gt, out["step"])
         out["episode"].append(time.perf_counter() - t_episode)
-        _stock_reference.cache_clear()
         t0 = time.perf_counter()
         verdict = env.task_set.verify(task, env.record)
         out["verify_cold"].append(time.perf_counter() - t0)
@@ -105,6 +122,46 @@ def our_pass(entries) -> dict[str, list[float]]:
     return out
 
 
+def counted(side: str, categories: list[str]) -> None:
+    """The process callgrind counts: one side's whole episodes, after a warm-up of five."""
+    entries = [e for c in categories for e in loader.entries(c)]
+    if side == "ours":
+        env, times = make_env(split="all").unwrapped, []
+        work = [(build_task(e["id"]), loader.ground_truth(loader.category_of(e["id"]))[e["id"]]) for e in entries]
+
+        def episode(task, gt) -> None:
+            our_episode(env, task, gt, times)
+    else:
+        def episode(entry, run) -> None:
+            bfcl_pass([entry], run)
+
+        work = [(e, k) for k, e in enumerate(entries)]
+    for item in work[:5]:
+        episode(*item)
+    print(len(list(itertools.starmap(episode, work))))
+
+
+def instructions(categories: list[str]) -> None:
+    if shutil.which("valgrind") is None:
+        sys.exit("valgrind is not installed (Debian: apt-get install valgrind)")
+    counts = {}
+    for side in ("ours", "bfcl-eval"):
+        out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--collect-atstart=no",
+                              "--toggle-collect=starmap_next", sys.executable, __file__, "--counted", side, *categories],
+                             capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED="0"))
+        found = re.search(r"Collected : (\d+)", out.stderr)
+        if out.returncode != 0 or found is None:
+            raise RuntimeError(f"callgrind ({side}) failed:\n{out.stderr[-2000:]}")
+        counts[side] = (int(found.group(1)), int(out.stdout.strip().splitlines()[-1]))
+    (ours, n), (theirs, _) = counts["ours"], counts["bfcl-eval"]
+    print(f"BFCL v4 multi-turn ({', '.join(categories)}), {n} entries; instructions counted by callgrind; "
+          f"Python {platform.python_version()}, {date.today().isoformat()}\n")
+    print("| whole episode | ours: instructions per entry | bfcl-eval: instructions per entry | ratio ours/bfcl |")
+    print("|---|---|---|---|")
+    print(f"| reset, every step, verify vs create, execute each step, multi_turn_checker | "
+          f"{ours / n / 1e6:.2f}M | {theirs / n / 1e6:.2f}M | {ours / theirs:.2f} |")
+
+
 def _fmt(seconds: float) -> str:
     return f"{seconds * 1e6:.0f} us" if seconds < 1e-2 else f"{seconds * 1e3:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
 
@@ -113,7 +170,10 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--categories", nargs="*", default=list(loader.CATEGORIES))
+    p.add_argument("--instructions", action="store_true", help="count whole episodes' instructions under callgrind")
     a = p.parse_args(argv)
+    if a.instructions:
+        return instructions(a.categories)
     entries = [e for c in a.categories for e in loader.entries(c)]
     best: dict[str, list[float]] = {}
     for run in range(a.repeat):
@@ -140,4 +200,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--counted"]:
+        counted(sys.argv[2], sys.argv[3:])
+    else:
+        main()

@@ -125,6 +125,36 @@ def _mentions(arguments: Any, value: Any) -> bool:
     return False
 
 
+class _RenderedTool:
+    """One tool as a surface view shows it: its JSON line, a plain copy (to marshal a tool list
+    from) and the shared read-only value. Immutable; the spec and policies it was rendered from
+    are kept alive with it, so the ids in its cache key cannot be reused."""
+
+    __slots__ = ("line", "plain", "data", "keep")
+
+    def __init__(self, tool: dict, keep: tuple):
+        self.plain = json.loads(json.dumps(tool))
+        self.line = text_json(self.plain)
+        self.data = freeze(self.plain)
+        self.keep = keep
+
+
+_TOOL_RENDERS: dict[tuple, _RenderedTool] = {}
+
+
+def _rendered_tool(surface: Surface, spec: Any, policies: Mapping[str, str]) -> _RenderedTool:
+    """Render a tool once per (surface view of it, spec, policies) in a process: a BFCL entry's
+    tool set is new to the process more often than its tools are (issue 27: rendering whole sets
+    afresh was 6% of a BFCL episode), and a surface patch changes the view of one tool only."""
+    key = (surface.tool_view(spec.name), id(spec), id(policies))
+    entry = _TOOL_RENDERS.get(key)
+    if entry is None or entry.keep[0] is not spec or entry.keep[1] is not policies:
+        if len(_TOOL_RENDERS) >= 16384:
+            _TOOL_RENDERS.clear()
+        entry = _TOOL_RENDERS[key] = _RenderedTool(surface.render_tool(spec, policies), (spec, policies))
+    return entry
+
+
 class _RenderedTools:
     """The tools one surface shows for one set of tool specs: the JSON lines of the first
     observation and the list that every ``info["tools"]`` gets a fresh copy of. Immutable,
@@ -132,13 +162,12 @@ class _RenderedTools:
 
     __slots__ = ("lines", "data", "_plain", "keep")
 
-    def __init__(self, tools: list[dict], keep: tuple):
-        self.lines = "\n".join(text_json(t) for t in tools)
-        plain = json.loads(json.dumps(tools))
-        self.data = freeze(plain)  # plain JSON values, shared read-only
+    def __init__(self, tools: list[_RenderedTool], keep: tuple):
+        self.lines = "\n".join(t.line for t in tools)
+        self.data = tuple(t.data for t in tools)  # plain JSON values, shared read-only
         # a fresh copy is a marshal load in C: thawing BFCL's 32 schemas in Python was a
         # third of the copying in a whole BFCL episode (issue 27)
-        self._plain = marshal.dumps(plain)
+        self._plain = marshal.dumps([t.plain for t in tools])
         self.keep = keep  # the specs and policies the key names by id, kept alive with it
 
     def copy(self) -> list[dict]:
@@ -150,7 +179,7 @@ _RENDERED: dict[tuple, _RenderedTools] = {}
 
 
 def _rendered_tools(surface: Surface, specs: Mapping[str, Any], available, policies: Mapping[str, str]) -> _RenderedTools:
-    """Render once per (surface, tool specs, available tools, policies) in a process.
+    """Assemble once per (surface, tool specs, available tools, policies) in a process.
 
     Before issue 16 the key held ``id()`` of a dict made afresh at every reset, so every reset
     rendered again, and every step paid a JSON round trip. Specs and policies are named by
@@ -163,7 +192,7 @@ def _rendered_tools(surface: Surface, specs: Mapping[str, Any], available, polic
     if entry is None or entry.keep[1] is not policies or any(a is not b for a, b in zip(entry.keep[0], chosen)):
         if len(_RENDERED) >= 4096:
             _RENDERED.clear()
-        entry = _RenderedTools(surface.render_tools(specs, available, policies), (chosen, policies))
+        entry = _RenderedTools([_rendered_tool(surface, spec, policies) for spec in chosen], (chosen, policies))
         _RENDERED[key] = entry
     return entry
 

@@ -266,6 +266,32 @@ def test_tools_follow_surface_changes_and_are_read_only():
     assert "[required]" in json.dumps(after["set_alert"]) and "mutated" not in after and thaw(env.tools) == info["tools"]
 
 
+def test_tools_rendered_per_tool_equal_a_whole_render_under_every_surface():
+    """The env assembles tool lists from per-tool renders keyed by each tool's view of the
+    surface: under raised channels and presets the list, its JSON lines and its copy are what
+    rendering the whole set afresh gives, and a patch re-renders only the tool it names."""
+    from seal_envs.core.surface import PRESETS, Surface
+    from seal_envs.core.types import text_json
+    from seal_envs.env import _rendered_tools
+
+    env = bank_env()
+    env.reset(seed=0)
+    ep = env._episode
+    patches = [seal_envs.SurfacePatch("affordance", "set_alert", 3), seal_envs.SurfacePatch("constraint", "transfer", 1),
+               seal_envs.SurfacePatch("affordance", "transfer", 1)]
+    surfaces = [Surface(preset=p) for p in PRESETS if p != "canonical"] + [Surface(preset=PRESETS[1]).apply_all(patches)]
+    surfaces += [Surface().apply_all(patches[:k]) for k in range(len(patches) + 1)]
+    for surface in surfaces:
+        whole = surface.render_tools(ep.specs, ep.available, ep.backend.POLICIES)
+        got = _rendered_tools(surface, ep.specs, ep.available, ep.backend.POLICIES)
+        assert thaw(got.data) == whole == got.copy() and got.copy() is not got.copy()
+        assert got.lines == "\n".join(text_json(t) for t in whole)
+    before = _rendered_tools(surfaces[-2], ep.specs, ep.available, ep.backend.POLICIES).data
+    after = _rendered_tools(surfaces[-1], ep.specs, ep.available, ep.backend.POLICIES).data
+    changed = [a["function"]["name"] for a, b in zip(after, before) if a is not b]
+    assert changed == ["transfer"]
+
+
 def test_new_messages_add_up_to_the_conversation():
     env = bank_env()
     _, info = env.reset(seed=3)

@@ -115,7 +115,7 @@ def test_the_wheel_ships_no_notes():
 
 
 # -- the surface is applied in one place (issue 17) ---------------------------------------------
-SURFACE_RENDERERS = {"render_event", "render_system_notes", "render_tools", "_rendered_tools"}
+SURFACE_RENDERERS = {"render_event", "render_system_notes", "render_tools", "render_tool", "_rendered_tools", "_rendered_tool"}
 SHOWING_METHODS = {"_feedback", "_system_text", "_rendered"}
 
 

@@ -177,6 +177,18 @@ def result_text(result: Any) -> str:
     return str(result)
 
 
+def _spelled_alike(result: Any, value: Any, text: str) -> str | None:
+    """``text`` (bfcl-eval's ``json.dumps`` of a dict result) when it is exactly what the
+    observation spells, ``text_json(value)``, else ``None``: so a result is spelled once.
+
+    Equal values of the same types spell alike, and :func:`jsonable` keeps scalars as they are
+    and copies plain containers only, so ``value == result`` means no key, tuple, set or object
+    was changed; no ``\\u`` escape means ``ensure_ascii`` changed nothing either."""
+    if type(result) is dict and "\\u" not in text and value == result:
+        return text
+    return None
+
+
 # The attributes that the equality of bfcl-eval's file-system objects compares.
 _OBJECT_FIELDS = {"Directory": ("name", "contents"), "File": ("name", "content")}
 
@@ -430,4 +442,4 @@ class BFCLBackend:
         self.responses.append(text)
         if isinstance(result, dict) and set(result) == {"error"}:
             return CallEvent("tool_error", call.name, message=str(result["error"]))
-        return CallEvent("ok", call.name, result=value)
+        return CallEvent("ok", call.name, result=value, result_json=_spelled_alike(result, value, text))

@@ -143,18 +143,24 @@ class Surface:
             raise statefile.StateFileError(f"{source}: field 'history' or 'preset' is invalid: {e}") from None
 
     # -- rendering -----------------------------------------------------------------------
+    def tool_view(self, name: str) -> tuple[str, int, int]:
+        """All that :meth:`render_tool` reads of this surface for tool ``name``: (preset,
+        affordance level, constraint level). Surfaces with equal views render the tool alike, so
+        a render can be reused across surface versions (the env keys its cache by it)."""
+        return self.preset, self.level("affordance", name), self.level("constraint", name)
+
     def render_tool(self, spec: ToolSpec, policies: Mapping[str, str]) -> dict:
-        level = self.level("affordance", spec.name)
+        preset, level, constraint = self.tool_view(spec.name)
         params = json.loads(json.dumps(dict(spec.parameters)))
         required = set(params.get("required", []))
         for name, prop in params.get("properties", {}).items():
-            if self.preset == "observation_lite":
+            if preset == "observation_lite":
                 prop["description"] = observation_lite_description(prop, name in required)
             prop["description"] = _param_description(name, prop, name in required, level)
         description = spec.description
         if level >= 3:
             description += " Example: " + json.dumps({"name": spec.name, "arguments": example_arguments(spec)})
-        if self.level("constraint", spec.name) >= 1 and spec.policies:
+        if constraint >= 1 and spec.policies:
             description += " Policy: " + " ".join(policies[r] for r in spec.policies)
         return spec.to_openai(description, params)
 
@@ -176,7 +182,7 @@ class Surface:
         """``call_example``: how the format-error feedback says to write a call, in the format the
         system prompt asks for (:data:`~seal_envs.core.call_formats.CALL_FORMATS`)."""
         if event.ok:
-            return text_json(event.result)
+            return event.result_json if event.result_json is not None else text_json(event.result)
         level = self.level("recovery", event.kind)
         text = f"Error ({event.kind}): {event.message}"
         if level >= 1:

@@ -191,13 +191,18 @@ class CallEvent:
     result: Any = None
     rule: str | None = None
     hint: str | None = None
+    # ``text_json(result)`` when the backend already spelled it (BFCL's executor spells every dict
+    # result, and spelling floats twice was a fifth of a long-context episode): not part of the
+    # event's value, so neither compared nor in ``to_dict``
+    result_json: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:
         return self.kind == "ok"
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in vars(self).items() if v is not None and v != ""} | {"kind": self.kind}
+        return {k: v for k, v in vars(self).items()
+                if v is not None and v != "" and k != "result_json"} | {"kind": self.kind}
 
 
 @dataclass(frozen=True)

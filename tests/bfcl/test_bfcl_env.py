@@ -5,6 +5,8 @@ import pathlib
 
 import gymnasium as gym
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 bfcl_eval = pytest.importorskip("bfcl_eval")
 
@@ -222,3 +224,45 @@ def test_bfcl_task_set_is_a_task_source():
 @pytest.mark.parametrize("env_id", [i for i in seal_envs.registered_ids() if "BFCL" in i])
 def test_bfcl_surface_changes_only_what_is_shown(env_id):
     assert check_surface_invariance(env_id, seeds=range(3)) > 0
+
+
+_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=6),
+                    st.sampled_from(["café", "a\\u00e9", "tab\t", "😀", "C:\\users"]))
+_KEYS = st.one_of(st.text(max_size=4), st.integers(), st.booleans(), st.none(), st.floats(allow_nan=False))
+_VALUES = st.recursive(_LEAVES, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.tuples(inner, inner), st.frozensets(st.integers(), max_size=3),
+    st.dictionaries(_KEYS, inner, max_size=3)), max_leaves=12)
+
+
+@given(st.dictionaries(_KEYS, _VALUES, max_size=4))
+@settings(max_examples=400, deadline=None)
+def test_a_result_spelled_once_reads_as_spelling_its_value(result):
+    """The observation reuses bfcl-eval's spelling of a dict result only where it is exactly
+    ``text_json`` of the value the event carries: non-string keys, tuples, sets, non-ASCII text
+    and NaN either spell alike or fall back to spelling the value."""
+    from seal_envs.bfcl.backend import _spelled_alike, jsonable, result_text
+    from seal_envs.core.types import text_json
+
+    value = jsonable(result)
+    reused = _spelled_alike(result, value, result_text(result))
+    assert reused is None or reused == text_json(value)
+
+
+def test_ground_truth_results_are_spelled_once_and_read_as_before():
+    """On every long-context ground-truth call that returns a dict, the event carries
+    bfcl-eval's text when it spells alike, and the tool message is that of the value."""
+    from seal_envs.bfcl.backend import BFCLBackend
+    from seal_envs.core.surface import CANONICAL
+    from seal_envs.core.types import text_json
+
+    reused = 0
+    for entry in loader.entries("long_context")[:25]:
+        task = build_task(entry["id"])
+        backend = BFCLBackend(task.initial_state)
+        for turn in task.turns:
+            for call in turn.plan:
+                event = backend.execute(call)
+                if event.ok:
+                    assert CANONICAL.render_event(event, backend.specs, {}) == text_json(event.result)
+                    reused += event.result_json is not None
+    assert reused > 50
