@@ -379,6 +379,8 @@ class BFCLBackend:
         self.signatures = signatures_for(self.instances)
         self.specs = specs_for(self.instances)
         self.responses: list[str] = []
+        self._spelled: dict[str, dict[str, Any]] = {}  # class -> its state as comparable_state last spelled it
+        self._reached: set[str] = set()  # the classes a call has run on since then
 
     def tool_specs(self) -> dict[str, ToolSpec]:
         return dict(self.specs)
@@ -394,9 +396,19 @@ class BFCLBackend:
 
     def comparable_state(self) -> dict[str, Any]:
         """Per class, its public attributes (what BFCL's ``state_checker`` compares); under
-        ``_responses`` the text of every call so far (for the response check, never compared)."""
-        state: dict[str, Any] = {name: {k: jsonable(v) for k, v in vars(inst).items() if not k.startswith("_")}
-                                 for name, inst in self.instances.items()}
+        ``_responses`` the text of every call so far (for the response check, never compared).
+
+        A class that no call has reached since its last spelling still has the state spelled
+        then (its state changes only through :meth:`execute`), so that spelling is handed out
+        again: a turn calls one or two of an entry's classes, and spelling every class at every
+        turn's end was a tenth of a long-context episode. States are read, never changed."""
+        state: dict[str, Any] = {}
+        for name, inst in self.instances.items():
+            spelled = self._spelled.get(name)
+            if spelled is None or name in self._reached:
+                spelled = self._spelled[name] = {k: jsonable(v) for k, v in vars(inst).items() if not k.startswith("_")}
+            state[name] = spelled
+        self._reached.clear()
         state[RESPONSES_KEY] = list(self.responses)
         return state
 
@@ -420,6 +432,7 @@ class BFCLBackend:
             return self._reject(CallEvent("schema_violation", call.name, error.param, error.message,
                                           hint=error.problem))
         instance = self.instances[self.owners[call.name]]
+        self._reached.add(self.owners[call.name])
         bounded = self.owners[call.name] in self.bounded
         before = ObjectSnapshot(instance.__dict__) if bounded else None  # put back if the call breaks a bound
         failure = None

@@ -266,3 +266,28 @@ def test_ground_truth_results_are_spelled_once_and_read_as_before():
                     assert CANONICAL.render_event(event, backend.specs, {}) == text_json(event.result)
                     reused += event.result_json is not None
     assert reused > 50
+
+
+def test_turn_states_reuse_only_the_spellings_of_classes_no_call_reached():
+    """comparable_state hands out a class's last spelling again only when no call ran on that
+    class since; after every call (run, failed or refused) it equals spelling all afresh."""
+    from seal_envs.bfcl.backend import RESPONSES_KEY, BFCLBackend, jsonable
+
+    reused = 0
+    for category in loader.CATEGORIES:
+        for entry in loader.entries(category)[:6]:
+            task = build_task(entry["id"])
+            backend = BFCLBackend(task.initial_state)
+            before = backend.comparable_state()
+            calls = [c for t in task.turns for c in t.plan]
+            for call in calls + [ToolCall(calls[0].name, {}), ToolCall("no_such_tool", {})] + calls[:3]:
+                backend.execute(call)
+                state = backend.comparable_state()
+                fresh = {name: {k: jsonable(v) for k, v in vars(inst).items() if not k.startswith("_")}
+                         for name, inst in backend.instances.items()}
+                assert {k: v for k, v in state.items() if k != RESPONSES_KEY} == fresh
+                assert state[RESPONSES_KEY] == backend.responses and state[RESPONSES_KEY] is not backend.responses
+                owner = backend.owners.get(call.name)
+                reused += sum(state[name] is before[name] for name in fresh if name != owner)
+                before = state
+    assert reused > 20
