@@ -1,7 +1,7 @@
 """The algorithm matrix (issue 31): every RL algorithm on the static and on the evolving environment.
 
     python -m benchmarks.matrix --quick --out runs/matrix-quick           # about 10 min on 2 cores
-    python -m benchmarks.matrix --out runs/matrix                         # 7 x 2 x 3 runs, about 5 h (one seed: about 100 min)
+    python -m benchmarks.matrix --out runs/matrix                         # 7 x 2 x 3 runs, about 6.3 h on 2 cores (96-140 min a seed)
     python -m benchmarks.matrix --out runs/matrix --report-only           # matrix.md and matrix.png again
     python -m benchmarks.matrix --algorithms grpo --environments evolving_uniform evolving_learnability \
         --baseline grpo.evolving_uniform --out runs/sampling                   # the learnability curriculum

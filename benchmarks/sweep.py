@@ -179,15 +179,30 @@ def markdown(rows: list[dict]) -> str:
                      f"{len(ts)} | {ev.get('train_seconds', 0) / 60:.1f} | {first:.2f} → {last:.2f} | "
                      f"{sum(r['mixed']) / max(len(r['mixed']), 1):.2f} | {_by_difficulty(ev)} |")
         by_variant.setdefault(r["variant"], []).append(r)
-    lines += ["", "| variant | seeds | mean change (points) | 2 SE of the mean | mean RL minutes |",
-              "| --- | ---: | ---: | ---: | ---: |"]
+    lines += ["", "| variant | seeds | mean change (points) | 2 SE of the mean | 2 SE, paired with before | mean RL minutes |",
+              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for variant, rs in by_variant.items():
         diffs = [r["eval"]["difference"] for r in rs]
         mean = sum(diffs) / len(diffs)
         se = (sum(r["eval"]["two_se"] ** 2 for r in rs) ** 0.5) / len(rs)
+        task_diffs = [d for r in rs if "passed_task_ids" in r["eval"]["before"]
+                      for d in task_differences(r["eval"]["after"], r["eval"]["before"])]
+        paired_se = f"{200 * _standard_error(task_diffs):.1f}" if len(task_diffs) > 1 else "n/a"
         minutes = sum(r["eval"].get("train_seconds", 0) for r in rs) / 60 / len(rs)
-        lines.append(f"| {variant} | {len(rs)} | {100 * mean:+.1f} | {100 * se:.1f} | {minutes:.1f} |")
+        lines.append(f"| {variant} | {len(rs)} | {100 * mean:+.1f} | {100 * se:.1f} | {paired_se} | {minutes:.1f} |")
     return "\n".join(lines) + "\n"
+
+
+def task_differences(mine: dict, theirs: dict) -> list[int]:
+    """Per held-out task, 1 where only ``mine`` passed, -1 where only ``theirs`` did, else 0: two
+    greedy evaluations of the same tasks, compared task by task."""
+    passed, other = set(mine["passed_task_ids"]), set(theirs["passed_task_ids"])
+    return [1] * len(passed - other) + [-1] * len(other - passed) + [0] * (mine["tasks"] - len(passed ^ other))
+
+
+def _standard_error(values: list[int]) -> float:
+    mean = sum(values) / len(values)
+    return (sum((v - mean) ** 2 for v in values) / max(len(values) - 1, 1) / len(values)) ** 0.5
 
 
 def paired(rows: list[dict], baseline: str) -> str:
@@ -207,14 +222,14 @@ def paired(rows: list[dict], baseline: str) -> str:
             base = runs.get((baseline, seed))
             if v != variant or base is None or base["tasks"] != after["tasks"]:
                 continue
-            mine, theirs = set(after["passed_task_ids"]), set(base["passed_task_ids"])
-            won, lost = won + len(mine - theirs), lost + len(theirs - mine)
-            diffs += [1] * len(mine - theirs) + [-1] * len(theirs - mine) + [0] * (after["tasks"] - len(mine ^ theirs))
-            per_seed.append(100 * (len(mine) - len(theirs)) / after["tasks"])
+            seed_diffs = task_differences(after, base)
+            won, lost = won + seed_diffs.count(1), lost + seed_diffs.count(-1)
+            diffs += seed_diffs
+            per_seed.append(100 * sum(seed_diffs) / after["tasks"])
         if not diffs:
             continue
         mean = sum(diffs) / len(diffs)
-        se = (sum((d - mean) ** 2 for d in diffs) / max(len(diffs) - 1, 1) / len(diffs)) ** 0.5
+        se = _standard_error(diffs)
         seeds_text = ", ".join(f"{d:+.1f}" for d in per_seed)
         lines.append(f"| {variant} | {len(per_seed)} | {len(diffs)} | {100 * mean:+.1f} | {200 * se:.1f} | {won} / {lost} "
                      f"| {seeds_text} |")
@@ -223,18 +238,21 @@ def paired(rows: list[dict], baseline: str) -> str:
 
 def plot(rows: list[dict], path: Path) -> None:
     try:
+        from matplotlib import colormaps
         from matplotlib.figure import Figure
     except ImportError:
         return
     fig = Figure(figsize=(10, 4), layout="constrained")
     ax, ax2 = fig.subplots(1, 2)
     variants = list(dict.fromkeys(r["variant"] for r in rows))
+    # Past ten variants (the matrix has 14), the default cycle repeats colours within one legend.
+    palette = colormaps["tab10" if len(variants) <= 10 else "tab20"].colors
     for i, v in enumerate(variants):
         rs = [r for r in rows if r["variant"] == v]
         for r in rs:
             b, a = r["eval"]["before"]["success"], r["eval"]["after"]["success"]
-            ax.plot([i - 0.15, i + 0.15], [b, a], color=f"C{i % 10}", marker="o")
-            ax2.plot(range(1, len(r["train_success"]) + 1), r["train_success"], color=f"C{i % 10}", alpha=0.7,
+            ax.plot([i - 0.15, i + 0.15], [b, a], color=palette[i % len(palette)], marker="o")
+            ax2.plot(range(1, len(r["train_success"]) + 1), r["train_success"], color=palette[i % len(palette)], alpha=0.7,
                      label=v if r is rs[0] else None)
     ax.set_xticks(range(len(variants)), variants, rotation=30, ha="right")
     ax.set_ylabel("greedy success, held-out test (before → after)")

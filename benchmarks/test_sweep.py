@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from benchmarks.sweep import paired
+from benchmarks.sweep import markdown, paired
 
 
 def _row(variant, seed, passed, tasks=4):
@@ -19,6 +19,21 @@ def test_paired_counts_wins_and_losses_per_task_and_seed():
     assert cells[:4] == ["arm", "2", "8", "+12.5"] and cells[5] == "2 / 1"
     assert cells[6] == "+25.0, +0.0"  # seed 0: 3 passed against 2 of 4 tasks; seed 1: equal
     assert float(cells[4]) > 0 and "| base |" not in table
+
+
+def test_summary_pairs_each_variant_with_its_own_before_task_by_task():
+    def run(seed, before, after):
+        side = lambda passed: {"tasks": 4, "success": len(passed) / 4, "passed_task_ids": passed}
+        return {"variant": "arm", "seed": seed, "train_success": [0.5], "mixed": [1.0],
+                "eval": {"before": side(before), "after": side(after), "difference": (len(after) - len(before)) / 4,
+                         "two_se": 0.7}}
+    # seed 0 wins c, loses b; seed 1 wins d: differences +1 -1 0 0 and 0 0 0 +1 -> mean 1/8
+    table = markdown([run(0, ["a", "b"], ["a", "c"]), run(1, ["a"], ["a", "d"])])
+    line = table.splitlines()[-1]
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    mean, var = 1 / 8, (2 * (7 / 8) ** 2 + (9 / 8) ** 2 + 5 * (1 / 8) ** 2) / 7
+    assert cells[:3] == ["arm", "2", "+12.5"] and cells[4] == f"{200 * (var / 8) ** 0.5:.1f}"
+    assert cells[3] == f"{100 * (2 * 0.7 ** 2) ** 0.5 / 2:.1f}"  # unpaired: each run's own 2 SE, combined
 
 
 def test_study_runs_every_arm_over_three_seeds_paired_against_stock_grpo():
