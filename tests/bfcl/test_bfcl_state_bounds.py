@@ -174,3 +174,73 @@ def test_random_valid_file_system_calls_take_bounded_time_per_step(steps):
 
 
 _ENV: dict = {}
+
+
+# -- calls that cannot grow the state skip the snapshot and the walk -----------------------------
+# one strategy per method that execute() trusts to leave the file system no larger
+SIZE_KEEPING_CALLS = {
+    "cd": st.builds(lambda n: f"cd(folder='{n}')", FOLDERS),
+    "cat": st.builds(lambda n: f"cat(file_name='{n}')", NAMES),
+    "find": st.builds(lambda p, n: f"find(path='{p}', name='{n}')", FOLDERS, NAMES),
+    "diff": st.builds(lambda a, b: f"diff(file_name1='{a}', file_name2='{b}')", NAMES, NAMES),
+    "ls": st.sampled_from(["ls(a=True)", "ls(a=False)"]),
+    "pwd": st.just("pwd()"),
+    "du": st.sampled_from(["du(human_readable=True)", "du(human_readable=False)"]),
+    "tail": st.builds(lambda n, k: f"tail(file_name='{n}', lines={k})", NAMES, st.integers(0, 5)),
+    "wc": st.builds(lambda n, m: f"wc(file_name='{n}', mode='{m}')", NAMES, st.sampled_from("lwc")),
+    "grep": st.builds(lambda n, t: f"grep(file_name='{n}', pattern={t!r})", NAMES, TEXT),
+    "sort": st.builds(lambda n: f"sort(file_name='{n}')", NAMES),
+    "rm": st.builds(lambda n: f"rm(file_name='{n}')", NAMES),
+    "rmdir": st.builds(lambda n: f"rmdir(dir_name='{n}')", NAMES),
+}
+CHANGING = {"cd", "rm", "rmdir"}  # the others change nothing at all
+
+
+def test_every_size_keeping_method_is_a_file_system_method_with_a_strategy_here():
+    keeping = bfcl_backend._SIZE_KEEPING["GorillaFileSystem"]
+    assert set(SIZE_KEEPING_CALLS) == keeping and keeping <= set(bfcl_backend.class_specs("GorillaFileSystem"))
+    assert set(bfcl_backend._SIZE_KEEPING) <= set(BFCLBackend({"involved_classes": ["GorillaFileSystem"]}).bounded)
+
+
+def _assert_kept_size(instance, run):
+    """``run`` (one call) leaves every bound's measure no larger; a read changes nothing."""
+    import pickle
+    size, state = state_size(instance, 10**9), pickle.dumps(instance.__dict__)
+    name = run()
+    assert all(a <= b for a, b in zip(state_size(instance, 10**9), size)), name
+    if name not in CHANGING:
+        assert pickle.dumps(instance.__dict__) == state, name
+
+
+@pytest.mark.timeout(120)
+@settings(max_examples=100, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(setup=st.lists(st.one_of(CALLS, DOUBLE), max_size=16),
+       reads=st.lists(st.sampled_from(sorted(SIZE_KEEPING_CALLS)).flatmap(lambda m: SIZE_KEEPING_CALLS[m]), min_size=1,
+                      max_size=12))
+def test_size_keeping_calls_leave_random_file_systems_no_larger(setup, reads):
+    env = _ENV.setdefault("env", make_bfcl_env(split="all", max_steps=60))
+    env.reset(options={"task_id": FS_TASK})
+    env.step(SETUP)
+    env.step(_flatten(setup, itertools.count()))
+    backend = env.unwrapped.backend
+    for read in reads:
+        [call] = backend.parse_action(read).calls
+        _assert_kept_size(fs(env), lambda: (backend.execute(call), call.name)[1])
+
+
+def test_size_keeping_calls_of_the_ground_truth_leave_its_file_systems_no_larger():
+    tasks, checked = BFCLTaskSet("all"), 0
+    keeping = bfcl_backend._SIZE_KEEPING["GorillaFileSystem"]
+    for i in range(len(tasks)):
+        task = tasks[i]
+        if "GorillaFileSystem" not in task.initial_state["involved_classes"]:
+            continue
+        backend = BFCLBackend(task.initial_state)
+        for call in (c for turn in task.turns for c in turn.plan):
+            if call.name in keeping:
+                _assert_kept_size(backend.instances["GorillaFileSystem"], lambda: (backend.execute(call), call.name)[1])
+                checked += 1
+            else:
+                backend.execute(call)
+    assert checked > 500
