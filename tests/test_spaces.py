@@ -16,6 +16,8 @@ def test_sanitize_maps_every_code_point_as_the_definition_does():
     assert set(sanitize(every, 1 << 21)) == set(PRINTABLE) | {"\ufffd"}
     ascii_only = "".join(map(chr, range(0x80))) * 2  # the ASCII path: its own small class
     assert sanitize(ascii_only, 1 << 10) == by_character(ascii_only)
+    for ch in map(chr, range(0x80)):  # each control on its own, in ASCII text that is otherwise clean
+        assert sanitize(f"a{ch}b", 8) == by_character(f"a{ch}b"), repr(ch)
 
 
 def test_sanitize_on_mixed_text_and_the_cut():
