@@ -227,9 +227,9 @@ _UP_FIELDS = {"Directory": ("parent", "contents")}
 # Per class, bfcl-eval's methods that leave its state no larger by any bound: the file system's
 # reads, ``cd`` (it moves a pointer to a directory the walk already counts), and ``rm`` and
 # ``rmdir`` (they take a child of the current directory away). A call of one cannot break a
-# bound that held before it, so it skips the snapshot and the walk after it (68% of the
-# file-system calls in BFCL's ground truth; the walk and the snapshot were 6% of a whole
-# episode). tests/bfcl/test_bfcl_state_bounds.py checks each against the installed bfcl-eval.
+# bound that held before it, so it skips the snapshot and the walk after it (67% of the
+# file-system calls in BFCL's ground truth). tests/bfcl/test_bfcl_state_bounds.py checks each
+# against the installed bfcl-eval.
 _SIZE_KEEPING = {"GorillaFileSystem": frozenset({"pwd", "ls", "cd", "cat", "find", "wc", "sort", "grep", "du", "tail",
                                                  "diff", "rm", "rmdir"})}
 _TOO_DEEP = object()
