@@ -4,6 +4,7 @@ directory that contains itself. Every call past ``STATE_LIMITS`` is a ``tool_err
 class's state put back, and every step of any sequence of valid calls takes bounded time."""
 
 import itertools
+import pickle
 import time
 
 import pytest
@@ -202,14 +203,14 @@ def test_every_size_keeping_method_is_a_file_system_method_with_a_strategy_here(
     assert set(bfcl_backend._SIZE_KEEPING) <= set(BFCLBackend({"involved_classes": ["GorillaFileSystem"]}).bounded)
 
 
-def _assert_kept_size(instance, run):
-    """``run`` (one call) leaves every bound's measure no larger; a read changes nothing."""
-    import pickle
+def _assert_kept_size(backend, call):
+    """Executing ``call`` leaves every bound's measure no larger; a read changes nothing."""
+    instance = backend.instances["GorillaFileSystem"]
     size, state = state_size(instance, 10**9), pickle.dumps(instance.__dict__)
-    name = run()
-    assert all(a <= b for a, b in zip(state_size(instance, 10**9), size)), name
-    if name not in CHANGING:
-        assert pickle.dumps(instance.__dict__) == state, name
+    backend.execute(call)
+    assert all(a <= b for a, b in zip(state_size(instance, 10**9), size)), call
+    if call.name not in CHANGING:
+        assert pickle.dumps(instance.__dict__) == state, call
 
 
 @pytest.mark.timeout(120)
@@ -226,7 +227,7 @@ def test_size_keeping_calls_leave_random_file_systems_no_larger(setup, reads):
     backend = env.unwrapped.backend
     for read in reads:
         [call] = backend.parse_action(read).calls
-        _assert_kept_size(fs(env), lambda: (backend.execute(call), call.name)[1])
+        _assert_kept_size(backend, call)
 
 
 def test_size_keeping_calls_of_the_ground_truth_leave_its_file_systems_no_larger():
@@ -241,7 +242,7 @@ def test_size_keeping_calls_of_the_ground_truth_leave_its_file_systems_no_larger
         for call in (c for turn in task.turns for c in turn.plan):
             file_system_calls += call.name in methods
             if call.name in keeping:
-                _assert_kept_size(backend.instances["GorillaFileSystem"], lambda: (backend.execute(call), call.name)[1])
+                _assert_kept_size(backend, call)
                 checked += 1
             else:
                 backend.execute(call)
