@@ -17,6 +17,12 @@ through, side by side:
 
 Each measure is the fastest of ``--repeat`` passes. Prints a Markdown table.
 
+``--paired`` times whole episodes entry by entry instead, the two sides alternating (which goes
+first alternates too) so that both see the same moments of a shared machine; each entry's time is
+the fastest of ``--repeat`` on each side, as ``timeit`` advises (slower runs are other work on the
+machine). It also times our episode warm (the reference replay cached, as for the other episodes
+of a GRPO group on the same entry) and reports a group of 8: one cold episode and seven warm.
+
 ``--instructions`` counts, instead, the instructions of whole episodes both ways under
 callgrind (as ``bench_step_instructions.py`` does for the domains): wall time on a shared
 2-core machine moves 10-30% between runs, the count repeats to within about 0.5%. Each side runs
@@ -83,9 +89,10 @@ def bfcl_pass(entries, run: int) -> dict[str, list[float]]:
     return out
 
 
-def our_episode(env, task, gt, step_times: list[float]) -> None:
+def our_episode(env, task, gt, step_times: list[float], warm: bool = False) -> None:
     """Reset, every ground-truth call as an action, "Done." to close each turn (the last one
-    verifies); the reference replay's cache is cleared after, so every episode pays for it."""
+    verifies); the reference replay's cache is cleared after, so every episode pays for it,
+    unless ``warm``."""
     env.reset(options={"task": task})
     for turn in gt:
         for call in turn:
@@ -93,7 +100,8 @@ def our_episode(env, task, gt, step_times: list[float]) -> None:
             env.step(call)
             step_times.append(time.perf_counter() - t0)
         env.step("Done.")
-    _stock_reference.cache_clear()
+    if not warm:
+        _stock_reference.cache_clear()
 
 
 def our_pass(entries) -> dict[str, list[float]]:
@@ -162,6 +170,51 @@ def instructions(categories: list[str]) -> None:
           f"{ours / n / 1e6:.2f}M | {theirs / n / 1e6:.2f}M | {ours / theirs:.2f} |")
 
 
+def bfcl_episode(entry, run: int) -> float:
+    """One whole episode bfcl-eval's way, timed (``bfcl_pass`` on one entry)."""
+    return bfcl_pass([entry], run)["bfcl_episode"][0]
+
+
+def paired(categories: list[str], repeat: int, limit: int | None = None) -> dict[str, list[float]]:
+    """Whole episodes, entry by entry and side by side; the fastest of ``repeat`` per entry and
+    side (``limit``: the first entries of each category only). Prints the table, returns the times."""
+    entries = [e for c in categories for e in loader.entries(c)[:limit]]
+    env, times = make_env(split="all").unwrapped, []
+    work = [(build_task(e["id"]), loader.ground_truth(loader.category_of(e["id"]))[e["id"]]) for e in entries]
+
+    def ours(k: int, warm: bool) -> float:
+        t0 = time.perf_counter()
+        our_episode(env, *work[k], times, warm=warm)
+        return time.perf_counter() - t0
+
+    for k in range(min(5, len(entries))):  # warm-up: imports, caches of the process
+        ours(k, False), bfcl_episode(entries[k], -1 - k)
+    cold, warm, theirs = ([float("inf")] * len(entries) for _ in range(3))
+    for run in range(repeat):
+        for k, entry in enumerate(entries):
+            sides = ("ours", "bfcl") if (k + run) % 2 else ("bfcl", "ours")
+            for side in sides:
+                if side == "ours":
+                    cold[k] = min(cold[k], ours(k, False))
+                    ours(k, True)  # fills the replay's cache for the warm episode
+                    warm[k] = min(warm[k], ours(k, True))
+                    _stock_reference.cache_clear()
+                else:
+                    theirs[k] = min(theirs[k], bfcl_episode(entry, run * len(entries) + k))
+    t = sum(theirs)
+    group = sum(cold) + 7 * sum(warm)
+    print(f"BFCL v4 multi-turn, {len(entries)} entries, whole episodes paired entry by entry; fastest of {repeat} "
+          f"per entry and side; {os.cpu_count()} CPU cores, Python {platform.python_version()}, {date.today().isoformat()}\n")
+    print("| whole episode | ours, total | bfcl-eval, total | ratio ours/bfcl | entries where ours is faster |")
+    print("|---|---|---|---|---|")
+    for label, values, per in (("cold: the reference replayed afresh", cold, 1), ("warm: the replay cached", warm, 1),
+                               ("a GRPO group of 8 on each entry: one cold, seven warm", None, 8)):
+        total = group if values is None else sum(values)
+        faster = "" if values is None else f"{sum(o < b for o, b in zip(values, theirs))} of {len(entries)}"
+        print(f"| {label} | {_fmt(total)} | {_fmt(per * t)} | {total / (per * t):.3f} | {faster} |")
+    return {"cold": cold, "warm": warm, "bfcl": theirs}
+
+
 def _fmt(seconds: float) -> str:
     return f"{seconds * 1e6:.0f} us" if seconds < 1e-2 else f"{seconds * 1e3:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
 
@@ -171,9 +224,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--categories", nargs="*", default=list(loader.CATEGORIES))
     p.add_argument("--instructions", action="store_true", help="count whole episodes' instructions under callgrind")
+    p.add_argument("--paired", action="store_true", help="whole episodes only, the sides alternating entry by entry")
     a = p.parse_args(argv)
     if a.instructions:
         return instructions(a.categories)
+    if a.paired:
+        paired(a.categories, a.repeat)
+        return None
     entries = [e for c in a.categories for e in loader.entries(c)]
     best: dict[str, list[float]] = {}
     for run in range(a.repeat):

@@ -106,8 +106,9 @@ class _NoGlobalPrecision:
 
     def __exit__(self, *exc):
         mp = self._mp or getattr(sys.modules.get("mpmath"), "mp", None)
-        if mp is not None:
-            mp.prec = self._prec if self._prec is not None else 53
+        prec = self._prec if self._prec is not None else 53
+        if mp is not None and mp.prec != prec:  # setting it recomputes mpmath's derived settings
+            mp.prec = prec
         self._decimal.__exit__(*exc)
         return False
 
