@@ -44,13 +44,17 @@ a walk to the bound takes milliseconds.
 
 from __future__ import annotations
 
+import copyreg
 import decimal
 import inspect
+import io
 import itertools
 import json
 import marshal
 import pickle
+import random
 import sys
+from array import array
 from functools import cached_property, lru_cache
 from typing import Any, Iterable, Mapping
 
@@ -324,6 +328,34 @@ _LOADED: dict[tuple[str, bool, bytes], bytes] = {}
 MAX_LOADED = 2048
 
 
+def _restored_random(version: int, words: bytes, gauss_next: float | None) -> random.Random:
+    """A ``random.Random`` in the state :func:`_random_reduced` wrote. ``Random.__new__`` with a
+    seed skips what unpickling a generator does by default, ``Random()``: seeding it from
+    ``os.urandom`` (twice) only for ``setstate`` to overwrite it; that was 45 us of each bfcl-eval
+    instance that holds one (the message, trading and travel APIs), 6 us now."""
+    rng = random.Random.__new__(random.Random, 0)
+    rng.setstate((version, tuple(array("I", words)), gauss_next))
+    return rng
+
+
+def _random_reduced(rng: random.Random) -> tuple:
+    version, internal, gauss_next = rng.getstate()  # 624 32-bit words and an index below 625
+    return _restored_random, (version, array("I", internal).tobytes(), gauss_next)
+
+
+#: How the loaded attributes are pickled: as ``pickle`` does, but a ``random.Random`` (exactly that
+#: type) as its state's words.
+_DISPATCH = {**copyreg.dispatch_table, random.Random: _random_reduced}
+
+
+def _pickled(attributes: dict[str, Any]) -> bytes:
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _DISPATCH
+    pickler.dump(attributes)
+    return buffer.getvalue()
+
+
 def _fresh_instance(name: str, config: Any, long_context: bool) -> Any:
     """A new instance of bfcl-eval's class ``name`` loaded from ``config``, owning all it holds.
 
@@ -344,7 +376,7 @@ def _fresh_instance(name: str, config: Any, long_context: bool) -> Any:
     if data is None:
         instance._load_scenario(deep_copy(config), long_context=long_context)
         try:
-            data = pickle.dumps(instance.__dict__, pickle.HIGHEST_PROTOCOL)
+            data = _pickled(instance.__dict__)
             attributes = pickle.loads(data)  # bytes that do not read back are not kept
         except Exception:  # noqa: BLE001 - whatever an object's pickling raises: copy it as before
             # unlink module-level data (see above); one copy of the whole dict, so attributes

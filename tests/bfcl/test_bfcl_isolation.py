@@ -125,6 +125,34 @@ def test_an_instance_unpickled_from_the_load_cache_is_a_fresh_load(cls, entry_id
     assert not shared & {id(v) for v in vars(second).values()}, "two episodes share an attribute"
 
 
+@pytest.mark.parametrize("cls, entry_id", ENTRIES, ids=[f"{c}-{e.rsplit('_', 2)[-2]}" for c, e in ENTRIES])
+def test_a_random_generator_unpickled_from_the_load_cache_draws_as_a_fresh_load(cls, entry_id, monkeypatch):
+    """The message, trading and travel APIs hold a ``random.Random`` (new ids, card numbers): the
+    cache writes it as its state's words, and each episode's copy is a generator of its own in
+    exactly the state a load leaves (``_shape`` does not see a generator's state)."""
+    import random
+
+    from seal_envs.bfcl import backend as bfcl_backend
+
+    state = build_task(entry_id).initial_state
+    with monkeypatch.context() as m:
+        m.setattr(bfcl_backend, "MAX_LOADED", 0)
+        loaded = BFCLBackend(state).instances[cls]
+    generators = sorted(k for k, v in vars(loaded).items() if isinstance(v, random.Random))
+    if not generators:
+        pytest.skip(f"{cls} holds no random generator")
+    bfcl_backend._LOADED.clear()
+    BFCLBackend(state)  # loads and keeps the bytes
+    first, second = BFCLBackend(state).instances[cls], BFCLBackend(state).instances[cls]
+    for name in generators:
+        a, b, fresh = getattr(first, name), getattr(second, name), getattr(loaded, name)
+        assert type(a) is random.Random and a is not b
+        assert a.getstate() == b.getstate() == fresh.getstate()
+        draws = [a.randint(0, 10**12) for _ in range(5)]
+        assert draws == [fresh.randint(0, 10**12) for _ in range(5)]
+        assert b.getstate() != a.getstate()  # drawing from one episode's generator moved no other
+
+
 def _shape(value, seen=None):
     """An object graph as nested plain values, object for object, clock readings left out."""
     import datetime
