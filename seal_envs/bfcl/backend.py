@@ -56,6 +56,7 @@ import random
 import sys
 from array import array
 from functools import cached_property, lru_cache
+from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
 from seal_envs.core.backend import unavailable
@@ -161,6 +162,15 @@ def specs_for(classes: Iterable[str]) -> dict[str, ToolSpec]:
     for c in classes:
         out.update(class_specs(c))
     return out
+
+
+@lru_cache(maxsize=None)
+def _entry_tools(classes: tuple[str, ...]) -> tuple[Mapping[str, str], Mapping[str, tuple[str, ...]], Mapping[str, ToolSpec]]:
+    """Per tool of an entry's classes: its class, its parameter names in order, its spec. The
+    same for every entry with these classes, so made once and shared read-only (a backend is
+    made at every reset and for every reference replay)."""
+    owners = {tool: name for name in classes for tool in class_specs(name)}
+    return MappingProxyType(owners), MappingProxyType(signatures_for(classes)), MappingProxyType(specs_for(classes))
 
 
 def signatures_for(classes: Iterable[str]) -> dict[str, tuple[str, ...]]:
@@ -410,15 +420,11 @@ class BFCLBackend:
         self.instances: dict[str, Any] = {}
         for name in state["involved_classes"]:
             self.instances[name] = _fresh_instance(name, config.get(name, {}), bool(state.get("long_context", False)))
-        self.methods = {tool: getattr(self.instances[name], tool)
-                        for name in self.instances for tool in class_specs(name)}
-        self.owners = {tool: name for name in self.instances for tool in class_specs(name)}
+        self.owners, self.signatures, self.specs = _entry_tools(tuple(self.instances))
         # the classes whose state a call can duplicate (bfcl-eval's Directory and File trees): the
         # others only ever add what a call carries, so their state grows at most by an action a call
         self.bounded = {name for name, instance in self.instances.items()
                         if any(type(v).__name__ in _OBJECT_FIELDS for v in vars(instance).values())}
-        self.signatures = signatures_for(self.instances)
-        self.specs = specs_for(self.instances)
         self.responses: list[str] = []
         self._spelled: dict[str, dict[str, Any]] = {}  # class -> its state as comparable_state last spelled it
         self._reached: set[str] = set()  # the classes a call has run on since then
@@ -459,10 +465,9 @@ class BFCLBackend:
 
     def execute(self, call: ToolCall, available: Iterable[str] | None = None) -> CallEvent:
         """Validate and run one call; never raises for anything the caller sent."""
-        refused = unavailable(call, self.methods, available)
+        refused = unavailable(call, self.owners, available)
         if refused is not None:
             return self._reject(refused)
-        method = self.methods[call.name]
         error = validate_arguments(call.name, self.specs[call.name].parameters, call.arguments)
         limits = _limits_schema(call.name)
         if error is None and limits is not None:
@@ -474,6 +479,7 @@ class BFCLBackend:
                                           hint=error.problem))
         owner = self.owners[call.name]
         instance = self.instances[owner]
+        method = getattr(instance, call.name)
         self._reached.add(owner)
         bounded = owner in self.bounded and call.name not in _SIZE_KEEPING.get(owner, ())
         before = ObjectSnapshot(instance.__dict__) if bounded else None  # put back if the call breaks a bound
@@ -487,7 +493,7 @@ class BFCLBackend:
             failure = e
         problem = state_problem(instance) if before is not None else None
         if problem is not None:
-            instance.__dict__ = before.restore()  # the bound methods in self.methods keep pointing at it
+            instance.__dict__ = before.restore()  # the same instance: the backend keeps pointing at it
             message = f"{call.name} was not carried out: {problem}, past a bound of this environment"
             self.responses.append(f"Error during execution: {message}")
             return CallEvent("tool_error", call.name, message=message)

@@ -8,6 +8,7 @@ import pytest
 pytest.importorskip("bfcl_eval")
 
 import seal_envs.bfcl
+from seal_envs.core.types import ToolCall
 from seal_envs.registration import make_bfcl_env as make_env
 
 PAYLOADS = [
@@ -41,7 +42,9 @@ def test_payload_does_not_run(payload, tmp_path):
 def test_private_and_dunder_methods_are_not_tools():
     env = make_env(split="all").unwrapped
     env.reset(options={"task_id": "multi_turn_base_0"})
-    assert not any(name.startswith("_") for name in env.backend.methods)
+    assert env.backend.owners and not any(name.startswith("_") for name in env.backend.owners)
+    for name in ("__init__", "__class__", "_load_scenario"):  # attributes of the instance, never dispatched to
+        assert env.backend.execute(ToolCall(name, {})).kind == "unknown_tool"
 
 
 def test_package_has_no_eval_or_exec():
