@@ -341,8 +341,8 @@ MAX_LOADED = 2048
 def _restored_random(version: int, words: bytes, gauss_next: float | None) -> random.Random:
     """A ``random.Random`` in the state :func:`_random_reduced` wrote. ``Random.__new__`` with a
     seed skips what unpickling a generator does by default, ``Random()``: seeding it from
-    ``os.urandom`` (twice) only for ``setstate`` to overwrite it; that was 45 us of each bfcl-eval
-    instance that holds one (the message, trading and travel APIs), 6 us now."""
+    ``os.urandom`` (twice) only for ``setstate`` to overwrite it, at every reset and every
+    reference replay of an entry with the message, trading or travel API."""
     rng = random.Random.__new__(random.Random, 0)
     rng.setstate((version, tuple(array("I", words)), gauss_next))
     return rng
