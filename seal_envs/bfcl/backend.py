@@ -343,9 +343,19 @@ def _restored_random(version: int, words: bytes, gauss_next: float | None) -> ra
     seed skips what unpickling a generator does by default, ``Random()``: seeding it from
     ``os.urandom`` (twice) only for ``setstate`` to overwrite it, at every reset and every
     reference replay of an entry with the message, trading or travel API."""
+    internal = _INTERNAL_STATES.get(words)
+    if internal is None:
+        if len(_INTERNAL_STATES) >= MAX_LOADED:
+            _INTERNAL_STATES.clear()
+        internal = _INTERNAL_STATES[words] = tuple(array("I", words))
     rng = random.Random.__new__(random.Random, 0)
-    rng.setstate((version, tuple(array("I", words)), gauss_next))
+    rng.setstate((version, internal, gauss_next))
     return rng
+
+
+#: A generator's words -> the tuple ``setstate`` reads: immutable, so every episode's generator
+#: is set from one (the 625 ints of a state cost more to make than the rest of a restore).
+_INTERNAL_STATES: dict[bytes, tuple[int, ...]] = {}
 
 
 def _random_reduced(rng: random.Random) -> tuple:
