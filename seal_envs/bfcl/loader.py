@@ -99,6 +99,7 @@ def backend_class(class_name: str) -> type:
     return getattr(module, class_name)
 
 
+@lru_cache(maxsize=None)  # asked at every instance a reset or a replay makes
 def stateless(class_name: str) -> bool:
     from bfcl_eval.constants.executable_backend_config import STATELESS_CLASSES
 

@@ -169,8 +169,9 @@ class Surface:
 
     def render_system_notes(self, specs: Mapping[str, ToolSpec], available, policies: Mapping[str, str]) -> str:
         rules: list[str] = []
-        for name in sorted(available):
-            if self.level("constraint", name) >= 2:
+        disclosed = {s for c, s, lv in self.levels if c == "constraint" and lv >= 2}  # most surfaces: none
+        for name in sorted(available) if disclosed else ():
+            if name in disclosed:
                 rules.extend(policies[r] for r in specs[name].policies if policies[r] not in rules)
         notes = [OBSERVATION_LITE_NOTE] if self.preset == "observation_lite" else []
         if rules:
