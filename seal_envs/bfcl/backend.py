@@ -345,7 +345,7 @@ def _restored_random(version: int, words: bytes, gauss_next: float | None) -> ra
     reference replay of an entry with the message, trading or travel API."""
     internal = _INTERNAL_STATES.get(words)
     if internal is None:
-        if len(_INTERNAL_STATES) >= MAX_LOADED:
+        if len(_INTERNAL_STATES) >= MAX_STATES:
             _INTERNAL_STATES.clear()
         internal = _INTERNAL_STATES[words] = tuple(array("I", words))
     rng = random.Random.__new__(random.Random, 0)
@@ -354,8 +354,10 @@ def _restored_random(version: int, words: bytes, gauss_next: float | None) -> ra
 
 
 #: A generator's words -> the tuple ``setstate`` reads: immutable, so every episode's generator
-#: is set from one (the 625 ints of a state cost more to make than the rest of a restore).
+#: is set from one (the 625 ints of a state cost more to make than the rest of a restore). All
+#: of BFCL's entries load 3 distinct states; a tuple is 22 KiB, so the bound is kept small.
 _INTERNAL_STATES: dict[bytes, tuple[int, ...]] = {}
+MAX_STATES = 64
 
 
 def _random_reduced(rng: random.Random) -> tuple:
