@@ -188,7 +188,8 @@ def paired(categories: list[str], repeat: int, limit: int | None = None) -> dict
         return time.perf_counter() - t0
 
     for k in range(min(5, len(entries))):  # warm-up: imports, caches of the process
-        ours(k, False), bfcl_episode(entries[k], -1 - k)
+        ours(k, False)
+        bfcl_episode(entries[k], -1 - k)
     cold, warm, theirs = ([float("inf")] * len(entries) for _ in range(3))
     for run in range(repeat):
         for k, entry in enumerate(entries):
@@ -230,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
         return instructions(a.categories)
     if a.paired:
         paired(a.categories, a.repeat)
-        return None
+        return
     entries = [e for c in a.categories for e in loader.entries(c)]
     best: dict[str, list[float]] = {}
     for run in range(a.repeat):

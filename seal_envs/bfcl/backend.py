@@ -55,6 +55,7 @@ import pickle
 import random
 import sys
 from array import array
+from collections import ChainMap
 from functools import cached_property, lru_cache
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
@@ -365,9 +366,9 @@ def _random_reduced(rng: random.Random) -> tuple:
     return _restored_random, (version, array("I", internal).tobytes(), gauss_next)
 
 
-#: How the loaded attributes are pickled: as ``pickle`` does, but a ``random.Random`` (exactly that
-#: type) as its state's words.
-_DISPATCH = {**copyreg.dispatch_table, random.Random: _random_reduced}
+#: How the loaded attributes are pickled: as ``pickle`` does (a live view of ``copyreg``'s table),
+#: but a ``random.Random`` (exactly that type) as its state's words.
+_DISPATCH = ChainMap({random.Random: _random_reduced}, copyreg.dispatch_table)
 
 
 def _pickled(attributes: dict[str, Any]) -> bytes:

@@ -170,9 +170,8 @@ class Surface:
     def render_system_notes(self, specs: Mapping[str, ToolSpec], available, policies: Mapping[str, str]) -> str:
         rules: list[str] = []
         disclosed = {s for c, s, lv in self.levels if c == "constraint" and lv >= 2}  # most surfaces: none
-        for name in sorted(available) if disclosed else ():
-            if name in disclosed:
-                rules.extend(policies[r] for r in specs[name].policies if policies[r] not in rules)
+        for name in sorted(disclosed.intersection(available)):
+            rules.extend(policies[r] for r in specs[name].policies if policies[r] not in rules)
         notes = [OBSERVATION_LITE_NOTE] if self.preset == "observation_lite" else []
         if rules:
             notes.append("Policies you must follow:\n" + "\n".join(f"- {r}" for r in rules))
