@@ -476,8 +476,12 @@ class BFCLBackend:
         self.responses.append(f"Error during execution: {event.message}")
         return event
 
-    def execute(self, call: ToolCall, available: Iterable[str] | None = None) -> CallEvent:
-        """Validate and run one call; never raises for anything the caller sent."""
+    def execute(self, call: ToolCall, available: Iterable[str] | None = None, *, copy_result: bool = True) -> CallEvent:
+        """Validate and run one call; never raises for anything the caller sent.
+
+        ``copy_result=False``: the event carries no copy of the result (``result`` is ``None``).
+        The reference replay keeps only the states and the responses' texts, and copying each
+        result for an event it drops was a tenth of a long-context replay."""
         refused = unavailable(call, self.owners, available)
         if refused is not None:
             return self._reject(refused)
@@ -501,7 +505,7 @@ class BFCLBackend:
             with _NoGlobalPrecision():
                 result = method(**schema_typed(self.specs[call.name].parameters, deep_copy(dict(call.arguments))))
                 text = result_text(result)
-                value = jsonable(result)  # at the precision the call asked for
+                value = jsonable(result) if copy_result else None  # at the precision the call asked for
         except Exception as e:  # noqa: BLE001 - bfcl-eval records every exception as the call's result
             failure = e
         problem = state_problem(instance) if before is not None else None
@@ -516,4 +520,6 @@ class BFCLBackend:
         self.responses.append(text)
         if isinstance(result, dict) and set(result) == {"error"}:
             return CallEvent("tool_error", call.name, message=str(result["error"]))
+        if not copy_result:
+            return CallEvent("ok", call.name)
         return CallEvent("ok", call.name, result=value, result_json=_spelled_alike(result, value, text))

@@ -55,7 +55,7 @@ def reference(task: Task) -> Reference:
     states, results, errors = [], [], []
     for turn in task.turns:
         start = len(backend.responses)
-        _, error = guarded(lambda plan=turn.plan: [backend.execute(call) for call in plan])
+        _, error = guarded(lambda plan=turn.plan: [backend.execute(call, copy_result=False) for call in plan])
         state = backend.comparable_state()
         results.append(tuple(state.pop(RESPONSES_KEY)[start:]))
         states.append(state)

@@ -268,6 +268,22 @@ def test_ground_truth_results_are_spelled_once_and_read_as_before():
     assert reused > 50
 
 
+def test_a_replay_without_result_copies_leaves_the_same_states_and_responses():
+    """The reference replay asks ``execute`` for no copy of each result: every state and every
+    response text is what the full execution leaves, and only the dropped events differ."""
+    from seal_envs.bfcl.backend import BFCLBackend
+
+    for entry in loader.entries("long_context")[:10] + loader.entries("base")[:10]:
+        task = build_task(entry["id"])
+        full, bare = BFCLBackend(task.initial_state), BFCLBackend(task.initial_state)
+        for turn in task.turns:
+            for call in turn.plan:
+                kept, dropped = full.execute(call), bare.execute(call, copy_result=False)
+                assert (dropped.kind, dropped.tool, dropped.message) == (kept.kind, kept.tool, kept.message)
+                assert dropped.result is None and dropped.result_json is None
+            assert bare.comparable_state() == full.comparable_state()
+
+
 def test_turn_states_reuse_only_the_spellings_of_classes_no_call_reached():
     """comparable_state hands out a class's last spelling again only when no call ran on that
     class since; after every call (run, failed or refused) it equals spelling all afresh."""

@@ -183,10 +183,10 @@ def test_instance_mismatch_checker_error_and_gt_error(monkeypatch):
     calls = iter(range(1000))
     real = BFCLBackend.execute
 
-    def fails_on_the_fourth_call(self, call, available=None):
+    def fails_on_the_fourth_call(self, call, available=None, **kwargs):
         if next(calls) == 3:  # the first call of turn 1
             raise RuntimeError("ground truth broke")
-        return real(self, call, available)
+        return real(self, call, available, **kwargs)
 
     monkeypatch.setattr(BFCLBackend, "execute", fails_on_the_fourth_call)
     broken_ref = bfcl_checker.reference(dataclasses.replace(task, seed=-1))
