@@ -6,8 +6,9 @@ Per native domain (bank, shop), the median ``env.step`` of oracle episodes as th
 with ``info`` cut to the two fields the oracle reads and no copies of results (the env's
 ``_info`` and its result copy replaced in this process only: the library is not changed). That
 is a floor for the step while every ``info`` owns a copy of the conversation and the tool list.
-With ``bfcl-eval`` installed, also the copy of the tool list one BFCL ``info`` gets (32 tools of
-``multi_turn_base_0``) against that entry's median step. Best of ``--repeat`` rounds.
+With ``bfcl-eval`` installed, also what the tool list costs an info that carries it (32 tools of
+``multi_turn_base_0``: a fresh list of the shared read-only schemas), beside a deep copy of it
+(``thaw``, what an info held before) and that entry's median step. Best of ``--repeat`` rounds.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def median_step(domain: str, episodes: int, lean: bool) -> float:
             env_module.deep_copy = saved
 
 
-def bfcl_tools_copy() -> tuple[int, float, float] | None:
+def bfcl_tools_copy() -> tuple[int, float, float, float] | None:
     try:
         from seal_envs.bfcl import loader
         from seal_envs.bfcl.source import build_task
@@ -68,8 +69,9 @@ def bfcl_tools_copy() -> tuple[int, float, float] | None:
             env.step("Done.")
     from seal_envs.core.frozen import thaw
 
-    copy = min(timeit.repeat(lambda: thaw(env.tools), number=500, repeat=3)) / 500  # what a reset info copies
-    return len(env.tools), copy, statistics.median(steps)
+    listed = min(timeit.repeat(lambda: env.unwrapped._rendered().listed(), number=500, repeat=3)) / 500
+    copy = min(timeit.repeat(lambda: thaw(env.tools), number=500, repeat=3)) / 500
+    return len(env.tools), listed, copy, statistics.median(steps)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -85,9 +87,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| {domain} | {1e6 * full:.0f} | {1e6 * lean:.0f} | {lean / full:.2f} |")
     bfcl = bfcl_tools_copy()
     if bfcl is not None:
-        tools, copy, step = bfcl
-        print(f"\nBFCL multi_turn_base_0: copying its {tools} tools for an info that carries them (reset, or a changed list) takes {1e6 * copy:.0f} us "
-              f"of a {1e6 * step:.0f} us median step")
+        tools, listed, copy, step = bfcl
+        print(f"\nBFCL multi_turn_base_0: its {tools} tools cost an info that carries them (reset, a changed list, the end) "
+              f"{1e6 * listed:.1f} us (a deep copy: {1e6 * copy:.0f} us), beside a {1e6 * step:.0f} us median step")
 
 
 if __name__ == "__main__":

@@ -36,10 +36,14 @@ under a new surface). The final info carries the whole episode: ``verdict``, ``s
 (one per action taken), ``official_turn_tags`` (the official SEAL tag of every user turn, see
 :mod:`seal_envs.core.official`), ``official_progress``, ``surface_canonical`` (True when every
 observation of the episode came from the canonical surface: the curriculum's learnability compares
-the two), ``messages`` (the whole conversation) and ``tools``. Every info is fresh plain data, the caller's to keep or change. At any step
-``env.unwrapped.messages`` and ``env.unwrapped.tools`` are the conversation and the tools so
-far as shared, read-only values (:mod:`seal_envs.core.frozen`): reading them copies nothing,
-and no reader can change what another sees.
+the two), ``messages`` (the whole conversation) and ``tools``. Every info is fresh plain data,
+the caller's to keep or change, but for the tools themselves: ``info["tools"]`` is a fresh list
+of the shared, read-only tool schemas (``FrozenDict``: a ``dict`` whose mutators raise;
+``thaw`` gives a copy to edit), since a schema is only ever read and copying every one into an
+info cost more than the rest of a BFCL episode's infos. At any step ``env.unwrapped.messages``
+and ``env.unwrapped.tools`` are the conversation and the tools so far as shared, read-only
+values (:mod:`seal_envs.core.frozen`): reading them copies nothing, and no reader can change
+what another sees.
 
 ## Arguments
 ``domains`` (default: the training mixture), ``split`` (train, test, ood), ``evaluation`` (freeze
@@ -60,7 +64,6 @@ renders exactly BFCL's prompt), ``render_mode`` ("ansi" or "human").
 from __future__ import annotations
 
 import json
-import marshal
 import numbers
 from typing import Any, Mapping, Sequence
 
@@ -69,7 +72,7 @@ import numpy as np
 
 from seal_envs.core.calls import MAX_ACTION_CHARS, FormatError, action_text, plain_action
 from seal_envs.core.datacopy import deep_copy
-from seal_envs.core.frozen import FrozenDict, freeze
+from seal_envs.core.frozen import FrozenDict, FrozenList, freeze
 from seal_envs.core.diagnosis import Diagnoser, diagnose, immediate_label
 from seal_envs.core.official import official_score
 from seal_envs.core.call_formats import call_format as call_format_named
@@ -126,16 +129,16 @@ def _mentions(arguments: Any, value: Any) -> bool:
 
 
 class _RenderedTool:
-    """One tool as a surface view shows it: its JSON line, a plain copy (to marshal a tool list
-    from) and the shared read-only value. Immutable; the spec and policies it was rendered from
-    are kept alive with it, so the ids in its cache key cannot be reused."""
+    """One tool as a surface view shows it: its JSON line and the shared read-only value.
+    Immutable; the spec and policies it was rendered from are kept alive with it, so the ids in
+    its cache key cannot be reused."""
 
-    __slots__ = ("line", "plain", "data", "keep")
+    __slots__ = ("line", "data", "keep")
 
     def __init__(self, tool: dict, keep: tuple):
-        self.plain = json.loads(json.dumps(tool))
-        self.line = text_json(self.plain)
-        self.data = freeze(self.plain)
+        plain = json.loads(json.dumps(tool))
+        self.line = text_json(plain)
+        self.data = freeze(plain)
         self.keep = keep
 
 
@@ -157,22 +160,22 @@ def _rendered_tool(surface: Surface, spec: Any, policies: Mapping[str, str]) -> 
 
 class _RenderedTools:
     """The tools one surface shows for one set of tool specs: the JSON lines of the first
-    observation and the list that every ``info["tools"]`` gets a fresh copy of. Immutable,
-    so envs and episodes share it."""
+    observation and the read-only list that ``env.tools`` is. Immutable, so envs and episodes
+    share it."""
 
-    __slots__ = ("lines", "data", "_plain", "keep")
+    __slots__ = ("lines", "data", "keep")
 
     def __init__(self, tools: list[_RenderedTool], keep: tuple):
         self.lines = "\n".join(t.line for t in tools)
-        self.data = tuple(t.data for t in tools)  # plain JSON values, shared read-only
-        # a fresh copy is a marshal load in C: thawing BFCL's 32 schemas in Python was a
-        # third of the copying in a whole BFCL episode (issue 27)
-        self._plain = marshal.dumps([t.plain for t in tools])
+        self.data = FrozenList(t.data for t in tools)  # frozen JSON values, shared read-only
         self.keep = keep  # the specs and policies the key names by id, kept alive with it
 
-    def copy(self) -> list[dict]:
-        """A plain, mutable deep copy of :attr:`data` (what ``thaw(data)`` gives)."""
-        return marshal.loads(self._plain)
+    def listed(self) -> list:
+        """What an ``info["tools"]`` holds: a fresh list, the caller's, of the shared read-only
+        tools. A deep copy of every schema (BFCL: 400-500 objects a list) in the two or three
+        infos of an episode that carry the tools was 7-13% of a whole BFCL episode (issue 27),
+        and a schema is only ever read (by a chat template, a prompt, an API body)."""
+        return list(self.data)
 
 
 _RENDERED: dict[tuple, _RenderedTools] = {}
@@ -392,8 +395,8 @@ class ToolUseEnv(gym.Env):
         return self._episode.conversation() if self._episode is not None else ()
 
     @property
-    def tools(self) -> tuple[Mapping[str, Any], ...]:
-        """The tools as the surface shows them now: shared and read-only."""
+    def tools(self) -> Sequence[Mapping[str, Any]]:
+        """The tools as the surface shows them now: shared and read-only (a ``FrozenList``)."""
         return self._rendered().data
 
     def _system_text(self) -> str:
@@ -533,7 +536,7 @@ class ToolUseEnv(gym.Env):
         official = official_score(verdict.turn_facts)
         return reward, {"verdict": verdict.to_dict(), "step_labels": [lb.to_dict() for lb in labels],
                         "official_turn_tags": list(official.tags), "official_progress": official.progress,
-                        "surface_canonical": ep.surface_canonical, "messages": plain_messages(ep.messages), "tools": self._rendered().copy()}
+                        "surface_canonical": ep.surface_canonical, "messages": plain_messages(ep.messages), "tools": self._rendered().listed()}
 
     # -- views ---------------------------------------------------------------------------
     def _observation(self) -> str:
@@ -576,7 +579,7 @@ class ToolUseEnv(gym.Env):
         ep.reported = len(ep.messages)
         tools = self._rendered().data
         if tools is not ep.tools_reported and tools != ep.tools_reported:  # equal: a copied env's own copy
-            info["tools"] = self._rendered().copy()
+            info["tools"] = self._rendered().listed()
         ep.tools_reported = tools
         return info
 

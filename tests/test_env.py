@@ -251,9 +251,17 @@ def test_tools_follow_surface_changes_and_are_read_only():
     env = bank_env()
     _, info = env.reset(seed=0)
     before = env.tools
-    assert info["tools"] == thaw(before) and env.tools is before  # the info's is a copy; env.tools is shared
+    # the info's list is the caller's; the schemas in it are env.tools' own, shared and read-only
+    assert info["tools"] == thaw(before) == before and info["tools"] is not before and env.tools is before
+    assert all(a is b for a, b in zip(info["tools"], before))
+    info["tools"].append({"type": "function", "function": {"name": "mine"}})  # the list is the caller's
+    assert len(env.tools) == len(info["tools"]) - 1
     with pytest.raises(TypeError, match="read-only"):
         before[0]["function"]["name"] = "mutated"
+    with pytest.raises(TypeError, match="read-only"):
+        info["tools"][0]["function"]["parameters"]["required"].append("mutated")
+    with pytest.raises(TypeError, match="read-only"):
+        before.append("mutated")
     with pytest.raises(TypeError):
         env.messages[0]["content"] = "mutated"
     copy_ = thaw(before)
@@ -284,7 +292,7 @@ def test_tools_rendered_per_tool_equal_a_whole_render_under_every_surface():
     for surface in surfaces:
         whole = surface.render_tools(ep.specs, ep.available, ep.backend.POLICIES)
         got = _rendered_tools(surface, ep.specs, ep.available, ep.backend.POLICIES)
-        assert thaw(got.data) == whole == got.copy() and got.copy() is not got.copy()
+        assert thaw(got.data) == whole == got.listed() and got.listed() is not got.listed()
         assert got.lines == "\n".join(text_json(t) for t in whole)
     before = _rendered_tools(surfaces[-2], ep.specs, ep.available, ep.backend.POLICIES).data
     after = _rendered_tools(surfaces[-1], ep.specs, ep.available, ep.backend.POLICIES).data
@@ -304,6 +312,21 @@ def test_new_messages_add_up_to_the_conversation():
         done = terminated or truncated
     assert info["messages"] == thaw(env.messages) and info["tools"] == thaw(env.tools)
     json.dumps({"messages": env.messages, "tools": env.tools})  # read-only values are still JSON
+
+
+def test_infos_share_no_mutable_object_under_gymnasium_checker():
+    """Gymnasium's passive checker warns when two consecutive infos share a mutable object.
+    An episode that ends at its first step carries the tools in both infos; the schemas are
+    shared read-only values, the lists fresh, so the checker must stay silent."""
+    import warnings
+
+    env = gym.make("seal/ToolUse-Bank-v0")  # with the passive checker
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, first = env.reset(seed=0)
+        *_, terminated, truncated, last = env.step("I cannot help with that.")
+    assert terminated and "tools" in first and "tools" in last  # a one-turn task: the answer ends it
+    assert last["tools"] is not first["tools"] and last["tools"] == first["tools"]
 
 
 # -- issue 14: bad input, isolation, contract gaps ------------------------------------------

@@ -29,6 +29,7 @@ import seal_envs  # noqa: F401
 from seal_envs import CoEvolution
 from seal_envs.agents import OracleAgent, RandomAgent
 from seal_envs.core.surface import CHANNELS, MAX_LEVEL, Surface, SurfacePatch
+from seal_envs.core.frozen import FrozenDict, FrozenList
 from seal_envs.core.types import ToolCall, canonical_json
 from seal_envs.domains import GENERATORS
 from seal_envs.tasks import generate
@@ -112,7 +113,12 @@ def chaos_mutate(seed: int) -> Callable[[list, int, Any], list]:
 
 
 def vandalise(value: Any) -> None:
-    """Change everything mutable inside ``value`` in place, as a careless caller might."""
+    """Change everything mutable inside ``value`` in place, as a careless caller might; a
+    shared read-only value (the tool schemas in ``info["tools"]``) must refuse the change."""
+    if isinstance(value, (FrozenDict, FrozenList)):
+        with pytest.raises(TypeError, match="read-only"):
+            value.clear()
+        return
     if isinstance(value, dict):
         for key in list(value):
             vandalise(value[key])

@@ -3,9 +3,10 @@
 Why: the conversation and the tool list are read at every step by rollouts, agents and
 wrappers, and copying them into every ``info`` was most of a step's cost (issue 27). A value
 that cannot be changed can be shared by the env and every reader, and episodes stay isolated
-because nobody can write through what they were given. ``FrozenDict`` is a ``dict`` (so
-``json.dumps``, chat templates and ``isinstance(m, dict)`` accept it) whose mutators raise;
-lists become tuples. ``thaw`` gives a plain, mutable deep copy for a caller who wants to edit.
+because nobody can write through what they were given. ``FrozenDict`` is a ``dict`` and
+``FrozenList`` a ``list`` (so ``json.dumps``, chat templates, ``isinstance`` and ``==`` against
+plain JSON accept them) whose mutators raise. ``thaw`` gives a plain, mutable deep copy for a
+caller who wants to edit.
 """
 
 from __future__ import annotations
@@ -14,15 +15,15 @@ from typing import Any
 
 from .types import JSON_SCALARS
 
-__all__ = ["FrozenDict", "freeze", "thaw"]
+__all__ = ["FrozenDict", "FrozenList", "freeze", "thaw"]
 
 
 def _refuse(self, *args, **kwargs):
-    raise TypeError("this value is shared and read-only; thaw() it (or dict() it) for a copy to change")
+    raise TypeError("this value is shared and read-only; thaw() it (or dict() / list() it) for a copy to change")
 
 
 class FrozenDict(dict):
-    """A read-only ``dict``; hashable neither by design nor by accident (values may be tuples)."""
+    """A read-only ``dict``; hashable neither by design nor by accident (values may be lists)."""
 
     __slots__ = ()
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse
@@ -41,15 +42,35 @@ class FrozenDict(dict):
         return f"FrozenDict({dict.__repr__(self)})"
 
 
+class FrozenList(list):
+    """A read-only ``list``: equal to the plain list it was made from, as JSON parsed back is."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+
+    def __copy__(self) -> "FrozenList":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "FrozenList":
+        return self
+
+    def __reduce__(self):
+        return (FrozenList, (list(self),))
+
+    def __repr__(self) -> str:
+        return f"FrozenList({list.__repr__(self)})"
+
+
 def freeze(value: Any) -> Any:
-    """``value`` with every dict a :class:`FrozenDict` and every list a tuple (already frozen
-    parts are kept, not rebuilt)."""
-    if isinstance(value, FrozenDict):
+    """``value`` with every dict a :class:`FrozenDict` and every list or tuple a
+    :class:`FrozenList` (already frozen parts are kept, not rebuilt)."""
+    if isinstance(value, (FrozenDict, FrozenList)):
         return value
     if isinstance(value, dict):
         return FrozenDict({k: freeze(v) for k, v in value.items()})
     if isinstance(value, (list, tuple)):
-        return tuple(freeze(v) for v in value)
+        return FrozenList(freeze(v) for v in value)
     return value
 
 
