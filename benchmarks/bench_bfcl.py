@@ -213,6 +213,12 @@ def paired(categories: list[str], repeat: int, limit: int | None = None) -> dict
         total = group if values is None else sum(values)
         faster = "" if values is None else f"{sum(o < b for o, b in zip(values, theirs))} of {len(entries)}"
         print(f"| {label} | {_fmt(total)} | {_fmt(per * t)} | {total / (per * t):.3f} | {faster} |")
+    print("\n| category | entries | cold ratio ours/bfcl | warm ratio ours/bfcl |\n|---|---|---|---|")
+    for category in categories:
+        ks = [k for k, e in enumerate(entries) if loader.category_of(e["id"]) == category]
+        if ks:
+            bfcl = sum(theirs[k] for k in ks)
+            print(f"| {category} | {len(ks)} | {sum(cold[k] for k in ks) / bfcl:.3f} | {sum(warm[k] for k in ks) / bfcl:.3f} |")
     return {"cold": cold, "warm": warm, "bfcl": theirs}
 
 
