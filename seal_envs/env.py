@@ -39,8 +39,8 @@ observation of the episode came from the canonical surface: the curriculum's lea
 the two), ``messages`` (the whole conversation) and ``tools``. Every info is fresh plain data,
 the caller's to keep or change, but for the tools themselves: ``info["tools"]`` is a fresh list
 of the shared, read-only tool schemas (``FrozenDict``: a ``dict`` whose mutators raise;
-``thaw`` gives a copy to edit), since a schema is only ever read and copying every one into an
-info cost more than the rest of a BFCL episode's infos. At any step ``env.unwrapped.messages``
+``thaw`` gives a copy to edit), since a schema is only ever read and a deep copy of each, in the
+infos that carry them, was 5-15% of a whole BFCL episode's instructions. At any step ``env.unwrapped.messages``
 and ``env.unwrapped.tools`` are the conversation and the tools so far as shared, read-only
 values (:mod:`seal_envs.core.frozen`): reading them copies nothing, and no reader can change
 what another sees.
@@ -173,7 +173,7 @@ class _RenderedTools:
     def listed(self) -> list:
         """What an ``info["tools"]`` holds: a fresh list, the caller's, of the shared read-only
         tools. A deep copy of every schema (BFCL: 400-500 objects a list) in the two or three
-        infos of an episode that carry the tools was 7-13% of a whole BFCL episode (issue 27),
+        infos of an episode that carry the tools was 5-15% of a whole BFCL episode (issue 27),
         and a schema is only ever read (by a chat template, a prompt, an API body)."""
         return list(self.data)
 
