@@ -347,17 +347,45 @@ def load_model_and_tokenizer(
     if str(name_or_path).lower().endswith(".gguf"):
         return _load_gguf(Path(name_or_path), **model_kwargs)
 
+    unusable = "; pass a local model folder, a Hugging Face id reachable from here, 'default' or 'tiny'"
+    down = None if Path(name_or_path).exists() else hub_unreachable()
+    if down is not None:  # the local cache's copy, read as a folder, so that nothing asks the hub
+        from huggingface_hub import snapshot_download
+
+        try:
+            name_or_path = snapshot_download(name_or_path, local_files_only=True)
+        except (OSError, ValueError):
+            raise FileNotFoundError(f"cannot load model {name_or_path!r} (the Hugging Face hub cannot be reached "
+                                    f"({down}) and the model is not in the local cache){unusable}") from None
     try:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
     except OSError as e:  # a missing folder, an unknown hub id or no network: the user's input, not a bug
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise FileNotFoundError(f"cannot load model {name_or_path!r} ({first}); pass a local model folder, a "
-                                "Hugging Face id reachable from here, 'default' or 'tiny'") from None
+        raise FileNotFoundError(f"cannot load model {name_or_path!r} ({first}){unusable}") from None
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(name_or_path, **model_kwargs)
     return model, tokenizer
+
+
+def hub_unreachable(timeout: float = 10.0) -> str | None:
+    """Why the Hugging Face hub (``HF_ENDPOINT``) cannot be reached now, or ``None``.
+
+    The hub client retries a refused or failing connection for about 50 s before transformers
+    gives up or falls back to the local cache, so every load of a hub id on a machine without the
+    hub stalled that long. One request tells first; a hub that answers at all, with any status,
+    is reachable, and offline mode (``HF_HUB_OFFLINE=1``) asks nothing."""
+    from huggingface_hub import constants, get_session
+
+    if constants.HF_HUB_OFFLINE:
+        return None
+    try:
+        get_session().head(constants.ENDPOINT, timeout=timeout)
+    except Exception as e:  # noqa: BLE001 - the client's transport errors; anything else is not ours to judge
+        if any(kind.__name__ == "TransportError" for kind in type(e).__mro__):
+            return f"{constants.ENDPOINT}: {e}"
+    return None
 
 
 def _load_gguf(path: Path, **model_kwargs: Any) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:

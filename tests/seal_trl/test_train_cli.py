@@ -102,15 +102,57 @@ def test_a_missing_model_is_one_error_line_not_a_traceback(tmp_path):
 
 
 @pytest.mark.slow
-def test_an_unreachable_hub_is_one_error_line_without_the_hub_warning(tmp_path):
+def test_an_unreachable_hub_is_one_error_line_at_once_and_a_cached_model_still_loads(tmp_path):
+    """Without a hub the hub client retries for about 50 s; the loader asks once, then reads the
+    local cache only: an id not in it is one error line within seconds, a cached one loads."""
     import os
+    import time
 
-    env = {**os.environ, "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": "http://127.0.0.1:9"}  # a closed port: refused at once
-    env.pop("HF_HUB_VERBOSITY", None)
+    from seal_trl.agent.tiny import load_model_and_tokenizer
+
+    cache = tmp_path / "hub"
+    snapshot = cache / "models--someone--cached-model" / "snapshots" / ("0" * 40)
+    model, tokenizer = load_model_and_tokenizer("tiny")
+    model.save_pretrained(snapshot)
+    tokenizer.save_pretrained(snapshot)
+    (cache / "models--someone--cached-model" / "refs").mkdir()
+    (cache / "models--someone--cached-model" / "refs" / "main").write_text("0" * 40)
+    env = {**os.environ, "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_CACHE": str(cache)}
+    env.pop("HF_HUB_VERBOSITY", None)  # a closed port: refused at once
+    start = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "seal_cli", "eval", "seal/ToolUse-Bank-v0", "--agent",
                            "hf:does/not-exist", "--limit", "1", "--quiet"], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 2 and "seal: error: cannot load model 'does/not-exist'" in done.stderr, done.stderr[-2000:]
+    assert "cannot be reached" in done.stderr and "127.0.0.1:9" in done.stderr
     assert "thrown while requesting" not in done.stderr and "Traceback" not in done.stderr
+    assert time.monotonic() - start < 40  # the hub client's own retries take about 50 s
+    done = subprocess.run([sys.executable, "-m", "seal_cli", "eval", "seal/ToolUse-Bank-v0", "--agent",
+                           "hf:someone/cached-model", "--limit", "1", "--max-steps", "1", "--max-new-tokens", "4",
+                           "--quiet"], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_hub_probe_tells_a_refused_connection_from_a_hub_that_answers(monkeypatch):
+    import http.server
+    import threading
+
+    from huggingface_hub import constants
+
+    from seal_trl.agent.tiny import hub_unreachable
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
+    assert "127.0.0.1:9" in hub_unreachable()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)  # answers 501
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+        assert hub_unreachable() is None  # any answer, even an error status, is a reachable hub
+    finally:
+        server.shutdown()
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    assert hub_unreachable() is None  # offline mode asks nothing
 
 
 def test_config_file_and_sealconfig_field_flags(tmp_path):
