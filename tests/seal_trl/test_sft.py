@@ -30,7 +30,7 @@ def test_trl_sft_trainer_learns_the_oracle_conversations(tmp_path):
     model, tokenizer = load_model_and_tokenizer("tiny")
     ds = make_sft_dataset("seal/ToolUse-Bank-v0", num_rows=8)
     trainer = SFTTrainer(model=model, processing_class=tokenizer, train_dataset=ds, args=SFTConfig(
-        output_dir=str(tmp_path), use_cpu=True, bf16=False, max_steps=12, per_device_train_batch_size=8,
+        output_dir=str(tmp_path), use_cpu=True, bf16=False, max_steps=12, per_device_train_batch_size=4,
         learning_rate=3e-3, report_to="none", save_strategy="no", logging_steps=1, max_length=2048,
         disable_tqdm=True))
     text = tokenizer.decode(trainer.train_dataset[0]["input_ids"])
