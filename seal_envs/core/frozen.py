@@ -22,44 +22,42 @@ def _refuse(self, *args, **kwargs):
     raise TypeError("this value is shared and read-only; thaw() it (or dict() / list() it) for a copy to change")
 
 
-class FrozenDict(dict):
+class _Shared:
+    """What both read-only containers share: copying one gives itself (nothing can change it),
+    and pickling one gives a read-only one back."""
+
+    __slots__ = ()
+    _plain: type  # the built-in container it is read-only over
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo: dict):
+        return self
+
+    def __reduce__(self):
+        return (type(self), (self._plain(self),))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._plain.__repr__(self)})"
+
+
+class FrozenDict(_Shared, dict):
     """A read-only ``dict``; hashable neither by design nor by accident (values may be lists)."""
 
     __slots__ = ()
+    _plain = dict
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse
     __ior__ = _refuse
 
-    def __copy__(self) -> "FrozenDict":
-        return self
 
-    def __deepcopy__(self, memo: dict) -> "FrozenDict":
-        return self
-
-    def __reduce__(self):
-        return (FrozenDict, (dict(self),))
-
-    def __repr__(self) -> str:
-        return f"FrozenDict({dict.__repr__(self)})"
-
-
-class FrozenList(list):
+class FrozenList(_Shared, list):
     """A read-only ``list``: equal to the plain list it was made from, as JSON parsed back is."""
 
     __slots__ = ()
+    _plain = list
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
     append = extend = insert = pop = remove = clear = sort = reverse = _refuse
-
-    def __copy__(self) -> "FrozenList":
-        return self
-
-    def __deepcopy__(self, memo: dict) -> "FrozenList":
-        return self
-
-    def __reduce__(self):
-        return (FrozenList, (list(self),))
-
-    def __repr__(self) -> str:
-        return f"FrozenList({list.__repr__(self)})"
 
 
 def freeze(value: Any) -> Any:
