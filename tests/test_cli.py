@@ -349,6 +349,7 @@ def _required(name):
     (["report", "no/such/run"], "no/such/run"),
     (["warmstart", "--out", "/proc/seal-cannot-write"], "cannot write to --out"),
     (["warmstart", "--out", "ck", "--init", "no/such/checkpoint"], "--init no/such/checkpoint is not a checkpoint"),
+    (["train", "--server", "python server.py", "--env", "seal/ToolUse-v0", "--tasks", "tasks.jsonl"], "leave out the id"),
 ])
 def test_expected_failures_are_one_line_before_any_slow_work(args, fragment, tmp_path, capsys, monkeypatch):
     """A bad env id, split, index or --out is found before a model loads: one line, exit 2, fast.

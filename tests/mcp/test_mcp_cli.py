@@ -57,5 +57,3 @@ def test_train_takes_a_server_and_a_task_file(tmp_path):
     settings = evaluation["settings"]
     assert settings["env"] == "seal/MCP-v0" and settings["env_kwargs"]["tasks"] == TASKS
     assert [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()] == [1]
-    wrong = seal("train", "--server", SERVER, "--env", "seal/ToolUse-v0", "--tasks", TASKS, "--out", str(tmp_path / "x"))
-    assert wrong.returncode == 2 and "leave out the id" in wrong.stderr

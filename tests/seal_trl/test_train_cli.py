@@ -11,7 +11,7 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
 
 
 @pytest.mark.slow
-def test_seal_train_writes_a_run_folder(tmp_path):
+def test_seal_train_writes_a_run_folder(tmp_path, capsys):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "seal_cli", "train", "--out", str(out), "--model", "tiny", "--env",
            "seal/ToolUse-v0", "--steps", "2", "--tasks-per-step", "2", "--num-generations", "2", "--max-new-tokens",
@@ -33,11 +33,10 @@ def test_seal_train_writes_a_run_folder(tmp_path):
     assert evaluation["before"]["tasks"] == evaluation["after"]["tasks"] == 2
     assert evaluation["difference"] == evaluation["after"]["success"] - evaluation["before"]["success"]
     assert "Held-out evaluation" in (out / "report" / "report.md").read_text()
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)  # the folder is not empty now
-    assert again.returncode == 2 and "not empty" in again.stderr and "--overwrite" in again.stderr
-    report = subprocess.run([sys.executable, "-m", "seal_cli", "report", str(out), "--out", str(tmp_path / "r")],
-                            capture_output=True, text=True, timeout=300)
-    assert report.returncode == 0, report.stderr[-2000:]
+    code, err = seal_in_process(cmd[3:], capsys)  # the folder is not empty now
+    assert code == 2 and "not empty" in err and "--overwrite" in err
+    code, err = seal_in_process(["report", str(out), "--out", str(tmp_path / "r")], capsys)
+    assert code == 0, err[-2000:]
     assert (tmp_path / "r" / "report.md").exists()
 
 
