@@ -69,7 +69,7 @@ def bfcl_tools_copy() -> tuple[int, float, float, float] | None:
             env.step("Done.")
     from seal_envs.core.frozen import thaw
 
-    listed = min(timeit.repeat(lambda: env.unwrapped._rendered().listed(), number=500, repeat=3)) / 500
+    listed = min(timeit.repeat(lambda: env._rendered().listed(), number=500, repeat=3)) / 500
     copy = min(timeit.repeat(lambda: thaw(env.tools), number=500, repeat=3)) / 500
     return len(env.tools), listed, copy, statistics.median(steps)
 

@@ -153,3 +153,19 @@ def test_delta_is_the_token_suffix_for_a_prefix_stable_template(tok):
     delta = renderer.delta_ids(history, assistant, new, None)
     assert tok.decode(delta) == '<|tool|>{"balance": 3}<|end|><|user|>thanks<|end|><|assistant|>'
     assert renderer.fallbacks["token"] == 1
+
+
+def test_chat_templates_render_the_read_only_tools_as_plain_copies():
+    """info["tools"] holds the env's shared read-only schemas; a chat template renders them
+    character for character as it renders plain copies (the shipped agent's and the tiny one)."""
+    from seal_envs.core.frozen import thaw
+    from seal_trl.agent.tiny import load_model_and_tokenizer
+
+    env = gym.make("seal/ToolUse-v0")
+    for name in ("default", "tiny"):
+        _, tok = load_model_and_tokenizer(name)
+        for seed in range(5):
+            _, info = env.reset(seed=seed)
+            shared = tok.apply_chat_template(info["new_messages"], tools=info["tools"], tokenize=False)
+            assert shared == tok.apply_chat_template(info["new_messages"], tools=thaw(info["tools"]), tokenize=False)
+            assert '"parameters"' in shared or "parameters" in shared
