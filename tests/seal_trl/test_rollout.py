@@ -168,4 +168,4 @@ def test_chat_templates_render_the_read_only_tools_as_plain_copies():
             _, info = env.reset(seed=seed)
             shared = tok.apply_chat_template(info["new_messages"], tools=info["tools"], tokenize=False)
             assert shared == tok.apply_chat_template(info["new_messages"], tools=thaw(info["tools"]), tokenize=False)
-            assert '"parameters"' in shared or "parameters" in shared
+            assert all(t["function"]["name"] in shared for t in info["tools"])  # the tools reached the prompt
